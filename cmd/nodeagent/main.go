@@ -1,0 +1,91 @@
+// Command nodeagent is the node agent (kubelet role) and, later, the
+// bundled control plane. This file holds cobra wiring only.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeagent/nodeagent/pkg/agent"
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+)
+
+func main() {
+	if err := rootCmd().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "nodeagent",
+		Short:         "A Kubernetes node agent (kubelet) for containerd and CRI-O",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	root.AddCommand(agentCmd(), versionCmd())
+	return root
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Run:   func(*cobra.Command, []string) { fmt.Println("nodeagent", agent.Version) },
+	}
+}
+
+func agentCmd() *cobra.Command {
+	cfg, fl := agentconfig.Default(), agentconfig.DefaultFlags()
+	var verbosity int
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: static pods from --pod-manifest-path on the CRI runtime",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			effective := cfg
+			if fl.ConfigFile != "" {
+				fileCfg, err := agentconfig.Load(fl.ConfigFile)
+				if err != nil {
+					return err
+				}
+				if err := agentconfig.ApplyFlags(cmd.Flags(), fileCfg); err != nil {
+					return err
+				}
+				effective = fileCfg
+			}
+			warnings, err := effective.Validate()
+			if err != nil {
+				return fmt.Errorf("invalid configuration: %w", err)
+			}
+			if err := fl.Validate(); err != nil {
+				return err
+			}
+			log := newLogger(verbosity)
+			for _, w := range warnings {
+				log.Warn("configuration", "warning", w)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return agent.Run(ctx, agent.Options{Config: effective, Flags: fl, Logger: log})
+		},
+	}
+	cfg.AddFlags(cmd.Flags())
+	fl.AddFlags(cmd.Flags())
+	cmd.Flags().IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
+	return cmd
+}
+
+func newLogger(v int) *slog.Logger {
+	level := slog.LevelInfo
+	if v >= 4 {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# Runs nodeagent's own containerd instances (there is no systemd on these machines).
+#
+#   hack/containerd.sh start  INSTANCE    start it (or reuse one that answers) and import our images
+#   hack/containerd.sh stop   INSTANCE [--purge]
+#                                         stop what we started, kill its containers and shims,
+#                                         unmount its leftovers; --purge also deletes its data
+#   hack/containerd.sh status INSTANCE    say whether its socket answers (exit 0 if it does)
+#
+# INSTANCE is
+#   main  the standard socket /run/containerd/containerd.sock (crictl's default), root
+#         /var/lib/containerd, state /run/containerd, config /etc/nodeagent/containerd,
+#         CNI network "nodeagent" on bridge nodeagent0, 10.88.0.0/16;
+#   test  socket /run/nodeagent-test/containerd.sock, everything under /var/lib/nodeagent-test
+#         and /run/nodeagent-test, CNI network "nodeagent-test" on bridge natest0, 10.89.0.0/16.
+# The two are independent (own socket, ttrpc socket, root, state, runc root, CNI config and
+# IPAM store) and may run at the same time.
+#
+# Environment: IMAGES (default _output/images: pause.tar, busybox.tar, written by
+# hack/setup.sh), SNAPSHOTTER (default: overlayfs if an overlay mount works, else native),
+# START_TIMEOUT seconds (default 30).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+IMAGES="${IMAGES:-$ROOT/_output/images}"
+START_TIMEOUT="${START_TIMEOUT:-30}"
+PAUSE_IMAGE="localhost/nodeagent/pause:3.10"
+CNI_BIN_DIR=/usr/lib/cni
+
+usage() {
+	echo "usage: $0 {start|stop [--purge]|status} {main|test}" >&2
+	exit 2
+}
+
+log() { echo "containerd[$INSTANCE]: $*"; }
+die() {
+	echo "containerd[$INSTANCE]: error: $*" >&2
+	exit 1
+}
+
+(($# >= 2)) || usage
+ACTION=$1
+INSTANCE=$2
+PURGE=0
+if (($# >= 3)); then
+	[[ $ACTION == stop && $3 == --purge ]] || usage
+	PURGE=1
+fi
+
+case "$INSTANCE" in
+main)
+	SOCK=/run/containerd/containerd.sock
+	CD_ROOT=/var/lib/containerd
+	CD_STATE=/run/containerd
+	CONF_DIR=/etc/nodeagent/containerd
+	CONFIG=$CONF_DIR/config.toml
+	CERTS_DIR=$CONF_DIR/certs.d
+	CNI_CONF_DIR=/etc/nodeagent/cni/net.d
+	DATA_DIR=/var/lib/nodeagent/containerd-main # log, CNI IPAM store
+	RUN_DIR=/run/nodeagent                      # pid file
+	PIDFILE=$RUN_DIR/containerd-main.pid
+	BRIDGE=nodeagent0
+	SUBNET=10.88.0.0/16
+	NETWORK=nodeagent
+	;;
+test)
+	SOCK=/run/nodeagent-test/containerd.sock
+	CD_ROOT=/var/lib/nodeagent-test/containerd
+	CD_STATE=/run/nodeagent-test/state
+	CONF_DIR=/run/nodeagent-test
+	CONFIG=$CONF_DIR/config.toml
+	CERTS_DIR=/var/lib/nodeagent-test/certs.d
+	CNI_CONF_DIR=/var/lib/nodeagent-test/cni/net.d
+	DATA_DIR=/var/lib/nodeagent-test
+	RUN_DIR=/run/nodeagent-test
+	PIDFILE=$RUN_DIR/containerd.pid
+	BRIDGE=natest0
+	SUBNET=10.89.0.0/16
+	NETWORK=nodeagent-test
+	;;
+*) usage ;;
+esac
+LOG=$DATA_DIR/containerd.log
+IPAM_DIR=$DATA_DIR/cni/ipam
+RUNC_ROOT=$CD_STATE/runc
+
+# answers: containerd's API answers on $SOCK.
+answers() {
+	[[ -S $SOCK ]] && timeout 5 ctr --address "$SOCK" version >/dev/null 2>&1
+}
+
+# cri_ready: the CRI RuntimeService/Version call succeeds (an empty VersionRequest is
+# five zero bytes of gRPC framing; curl speaks HTTP/2 over the unix socket). Falls back
+# to `ctr plugins ls` when curl is missing.
+cri_ready() {
+	if command -v curl >/dev/null; then
+		local out
+		out=$(printf '\0\0\0\0\0' | timeout 5 curl -sS --http2-prior-knowledge --unix-socket "$SOCK" \
+			-H 'content-type: application/grpc' -H 'te: trailers' --data-binary @- \
+			-D - -o /dev/null http://localhost/runtime.v1.RuntimeService/Version 2>/dev/null) || return 1
+		grep -qi '^grpc-status: *0' <<<"$out"
+	else
+		timeout 5 ctr --address "$SOCK" plugins ls 2>/dev/null | grep -Eq 'io\.containerd\.grpc\.v1 +cri +.* ok'
+	fi
+}
+
+# our_pid: prints the pid from $PIDFILE if that process is a containerd using $CONFIG.
+our_pid() {
+	local pid
+	[[ -f $PIDFILE ]] || return 1
+	pid=$(<"$PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ -r /proc/$pid/cmdline ]] || return 1
+	local cmd
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	[[ $cmd == containerd\ --config\ "$CONFIG"* ]] || return 1
+	echo "$pid"
+}
+
+choose_snapshotter() {
+	if [[ -n ${SNAPSHOTTER:-} ]]; then
+		echo "$SNAPSHOTTER"
+		return
+	fi
+	# containerd's overlayfs snapshotter needs overlay with several lower dirs on the
+	# filesystem holding its root.
+	local t
+	mkdir -p "$CD_ROOT"
+	t=$(mktemp -d "$CD_ROOT/.overlay-check.XXXXXX")
+	mkdir -p "$t/l1" "$t/l2" "$t/u" "$t/w" "$t/m"
+	if mount -t overlay overlay -o "lowerdir=$t/l1:$t/l2,upperdir=$t/u,workdir=$t/w" "$t/m" 2>/dev/null; then
+		umount "$t/m"
+		rm -rf "$t"
+		echo overlayfs
+	else
+		rm -rf "$t"
+		echo native
+	fi
+}
+
+render_config() {
+	local snapshotter=$1
+	mkdir -p "$CONF_DIR" "$CERTS_DIR" "$CNI_CONF_DIR" "$IPAM_DIR" "$DATA_DIR" "$RUN_DIR" "$CD_ROOT" "$CD_STATE"
+	cat >"$CONFIG.tmp" <<EOF
+# Written by hack/containerd.sh ($INSTANCE); rewritten on every start.
+version = 2
+root = "$CD_ROOT"
+state = "$CD_STATE"
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$SOCK.ttrpc"
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$CD_ROOT/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "$PAUSE_IMAGE"
+    # This VM refuses a negative oom_score_adj; without this every RunPodSandbox fails.
+    restrict_oom_score_adj = true
+    # Keep pod network namespaces under this instance's state dir.
+    netns_mounts_under_state_dir = true
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "$CNI_BIN_DIR"
+      conf_dir = "$CNI_CONF_DIR"
+      max_conf_num = 1
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "$snapshotter"
+      default_runtime_name = "runc"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "$RUNC_ROOT"
+
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "$CERTS_DIR"
+EOF
+	mv "$CONFIG.tmp" "$CONFIG"
+
+	# CNI: bridge + host-local (own IPAM store per instance) + portmap. The reference
+	# plugins 1.1.1 support CNI spec 1.0.0; containerd adds loopback itself.
+	cat >"$CNI_CONF_DIR/10-$NETWORK.conflist.tmp" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$IPAM_DIR"
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {"portMappings": true}
+    }
+  ]
+}
+EOF
+	mv "$CNI_CONF_DIR/10-$NETWORK.conflist.tmp" "$CNI_CONF_DIR/10-$NETWORK.conflist"
+}
+
+import_images() {
+	local snapshotter=$1 f n=0
+	for f in "$IMAGES/pause.tar" "$IMAGES/busybox.tar"; do
+		if [[ ! -f $f ]]; then
+			log "warning: $f missing (run hack/setup.sh); not imported"
+			continue
+		fi
+		timeout 120 ctr --address "$SOCK" -n k8s.io images import --snapshotter "$snapshotter" "$f" >/dev/null ||
+			die "importing $f failed"
+		n=$((n + 1))
+	done
+	((n == 0)) || log "imported $n image(s) into namespace k8s.io ($snapshotter)"
+}
+
+# snapshotter_in_use: the snapshotter named in our config, for a containerd that already runs.
+snapshotter_in_use() {
+	local s=""
+	[[ -f $CONFIG ]] && s=$(sed -n 's/^ *snapshotter = "\(.*\)"/\1/p' "$CONFIG" | head -1)
+	echo "${s:-${SNAPSHOTTER:-overlayfs}}"
+}
+
+start() {
+	if answers; then
+		local pid
+		if pid=$(our_pid); then
+			log "already running (pid $pid) on $SOCK"
+		else
+			log "a containerd already answers on $SOCK (not started by us): leaving it alone"
+		fi
+		import_images "$(snapshotter_in_use)"
+		return
+	fi
+	command -v containerd >/dev/null || die "containerd is not installed (run hack/setup.sh)"
+	[[ -x $CNI_BIN_DIR/bridge ]] || die "CNI plugins missing in $CNI_BIN_DIR (run hack/setup.sh)"
+
+	local pid t0 snapshotter
+	t0=$(date +%s%N)
+	if ! pid=$(our_pid); then
+		snapshotter=$(choose_snapshotter)
+		render_config "$snapshotter"
+		rm -f "$SOCK" "$SOCK.ttrpc"
+		echo "=== $(date -Is) start" >>"$LOG"
+		# setsid: own session, so it outlives this script and its terminal.
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		setsid -f bash -c 'echo $$ >"$1"; exec containerd --config "$2" >>"$3" 2>&1 </dev/null' \
+			_ "$PIDFILE" "$CONFIG" "$LOG"
+		local i
+		for ((i = 0; i < 50; i++)); do
+			pid=$(our_pid) && break
+			sleep 0.1
+		done
+		[[ -n ${pid:-} ]] || die "containerd did not start; see $LOG"
+		log "started containerd (pid $pid, snapshotter $snapshotter, log $LOG)"
+	else
+		snapshotter=$(snapshotter_in_use)
+		log "containerd (pid $pid) is starting; waiting"
+	fi
+
+	local deadline=$((SECONDS + START_TIMEOUT))
+	until answers && cri_ready; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			tail -n 20 "$LOG" >&2
+			die "containerd exited; see $LOG"
+		fi
+		((SECONDS < deadline)) || die "CRI did not answer on $SOCK within ${START_TIMEOUT}s; see $LOG"
+		sleep 0.1
+	done
+	local t1
+	t1=$(date +%s%N)
+	log "CRI answers on $SOCK after $(((t1 - t0) / 1000000)) ms"
+	import_images "$snapshotter"
+}
+
+# kill_containers: kills every container in this instance's runc root (the pause and
+# workload processes), so that nothing of the instance survives its shims.
+kill_containers() {
+	[[ -d $RUNC_ROOT ]] || return 0
+	local nsdir id
+	for nsdir in "$RUNC_ROOT"/*/; do
+		[[ -d $nsdir ]] || continue
+		for id in $(runc --root "$nsdir" list -q 2>/dev/null); do
+			runc --root "$nsdir" kill "$id" KILL >/dev/null 2>&1 || true
+			runc --root "$nsdir" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	done
+}
+
+# kill_shims: SIGKILLs the containerd-shim-runc-v2 processes whose -address is $SOCK.
+kill_shims() {
+	local p args n=0
+	for p in /proc/[0-9]*; do
+		[[ -r $p/cmdline ]] || continue
+		mapfile -d '' -t args <"$p/cmdline" 2>/dev/null || continue
+		((${#args[@]})) || continue
+		[[ ${args[0]##*/} == containerd-shim-runc-v2 ]] || continue
+		local i ours=0
+		for ((i = 1; i < ${#args[@]}; i++)); do
+			if [[ ${args[i]} == -address && ${args[i + 1]:-} == "$SOCK" ]]; then ours=1; fi
+		done
+		if ((ours)); then
+			kill -KILL "${p#/proc/}" 2>/dev/null && n=$((n + 1))
+		fi
+	done
+	((n == 0)) || log "killed $n leftover shim(s)"
+}
+
+# unmount_ours: unmounts everything mounted under this instance's root or state dir,
+# deepest first.
+unmount_ours() {
+	local m n=0
+	while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+		n=$((n + 1))
+	done < <(awk -v r="$CD_ROOT/" -v s="$CD_STATE/" \
+		'index($5, r) == 1 || index($5, s) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+	((n == 0)) || log "unmounted $n leftover mount(s)"
+}
+
+# cleanup_network: once every pod of the instance is dead, drops the iptables rules
+# and chains the bridge (ipMasq) and portmap plugins made for this instance's network
+# (their rules carry the comment `name: "$NETWORK"`; a CNI DEL after the netns is gone
+# cannot remove them) and empties its host-local IPAM store.
+cleanup_network() {
+	command -v iptables >/dev/null || return 0
+	local table rule chain n=0
+	local -A chains=()
+	for table in nat filter; do
+		while IFS= read -r rule; do
+			[[ $rule =~ -j\ (CNI-[A-Za-z0-9-]+) ]] && chains[$table ${BASH_REMATCH[1]}]=1
+			# eval: iptables -S quotes the comment the way a shell would.
+			eval "iptables -w -t $table ${rule/#-A/-D}" 2>/dev/null && n=$((n + 1))
+		done < <(iptables -w -t "$table" -S 2>/dev/null | grep -F "name: \\\"$NETWORK\\\" id: " || true)
+	done
+	for chain in "${!chains[@]}"; do
+		table=${chain%% *} chain=${chain#* }
+		case $chain in CNI-HOSTPORT-* | CNI-FORWARD | CNI-ADMIN) continue ;; esac
+		iptables -w -t "$table" -F "$chain" 2>/dev/null || true
+		iptables -w -t "$table" -X "$chain" 2>/dev/null || true
+	done
+	((n == 0)) || log "removed $n iptables rule(s) of network $NETWORK"
+	rm -rf "${IPAM_DIR:?}/$NETWORK"
+}
+
+stop() {
+	local pid had_pidfile=0
+	[[ -f $PIDFILE ]] && had_pidfile=1
+	if pid=$(our_pid); then
+		kill -TERM "$pid" 2>/dev/null || true
+		local i
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "containerd (pid $pid) did not exit in 10s: killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+			sleep 0.2
+		fi
+		log "stopped containerd (pid $pid)"
+	elif answers; then
+		log "the containerd on $SOCK was not started by this script: leaving it alone"
+		return 0
+	else
+		log "not running"
+		if [[ $INSTANCE == main ]] && ((!had_pidfile)); then
+			# /run/containerd may belong to someone else's containerd: touch nothing.
+			return 0
+		fi
+	fi
+	rm -f "$PIDFILE"
+	kill_containers
+	kill_shims
+	unmount_ours
+	cleanup_network
+	rm -f "$SOCK" "$SOCK.ttrpc"
+	if ((PURGE)); then
+		answers && die "something answers on $SOCK again; not purging"
+		rm -rf "$CD_ROOT" "$CD_STATE" "$IPAM_DIR"
+		log "purged $CD_ROOT $CD_STATE $IPAM_DIR"
+	fi
+}
+
+status() {
+	local pid=""
+	pid=$(our_pid) || pid=""
+	if answers; then
+		local cri="CRI not ready"
+		cri_ready && cri="CRI ready"
+		if [[ -n $pid ]]; then
+			log "running (pid $pid), answers on $SOCK, $cri"
+		else
+			log "answers on $SOCK (not started by this script), $cri"
+		fi
+	else
+		if [[ -n $pid ]]; then
+			log "process $pid running but $SOCK does not answer"
+		else
+			log "not running ($SOCK does not answer)"
+		fi
+		return 1
+	fi
+}
+
+case "$ACTION" in
+start) start ;;
+stop) stop ;;
+status) status ;;
+*) usage ;;
+esac

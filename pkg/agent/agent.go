@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/podworker"
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/server"
+	"github.com/nodeagent/nodeagent/pkg/staticpod"
+)
+
+// Version is the agent's version, set at build time.
+var Version = "v0.1.0-dev"
+
+// plegPeriod is the kubelet's relist period.
+const plegPeriod = time.Second
+
+// Options are the resolved settings the agent runs with.
+type Options struct {
+	Config *agentconfig.Config
+	Flags  *agentconfig.Flags
+	Logger *slog.Logger
+}
+
+// Run starts the agent and blocks until ctx ends. Pods keep running after
+// it returns, as they do when the kubelet stops.
+func Run(ctx context.Context, o Options) error {
+	cfg, log := o.Config, o.Logger
+	if o.Flags.Kubeconfig != "" {
+		return errors.New("--kubeconfig: joining an API server is not implemented yet; run standalone with --pod-manifest-path")
+	}
+	nodeName, err := NodeName(o.Flags.HostnameOverride)
+	if err != nil {
+		return err
+	}
+	nodeIP := o.Flags.NodeIP
+	if nodeIP == "" {
+		nodeIP = defaultNodeIP()
+	}
+	log = log.With("node", nodeName)
+	lowerOOMScore(log)
+	for _, d := range []string{o.Flags.RootDir, cfg.PodLogsDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	rt, err := connectRuntime(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	mgr, err := podworker.New(podworker.Config{
+		Runtime:      rt,
+		Images:       rt,
+		NodeName:     nodeName,
+		NodeIP:       nodeIP,
+		RootDir:      o.Flags.RootDir,
+		PodLogsDir:   cfg.PodLogsDir,
+		CgroupRoot:   cgroupRoot(cfg),
+		DNS:          dnsSettings(cfg),
+		Allocatable:  allocatable(),
+		Logger:       log,
+		ResyncPeriod: cfg.SyncFrequency.Duration,
+	})
+	if err != nil {
+		return err
+	}
+	return runComponents(ctx, o, mgr, rt, nodeName, log)
+}
+
+func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *runtime.Client, nodeName string, log *slog.Logger) error {
+	cfg := o.Config
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 4)
+
+	pods := make(chan []*v1.Pod, 1)
+	if cfg.StaticPodPath == "" {
+		log.Warn("no --pod-manifest-path: the agent runs no pods")
+		pods <- nil
+	} else {
+		src, err := staticpod.New(staticpod.Config{Dir: cfg.StaticPodPath, NodeName: nodeName, ResyncPeriod: cfg.FileCheckFrequency.Duration, Logger: log})
+		if err != nil {
+			return err
+		}
+		go func() { errc <- src.Run(ctx, pods) }()
+	}
+	events := make(chan types.UID, 256)
+	go runtime.NewPLEG(rt, plegPeriod, log).Run(ctx, events)
+	go func() { errc <- mgr.Run(ctx, pods, events) }()
+
+	health := func() error { return nil }
+	if port := *cfg.ReadOnlyPort; port != 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(port)))
+		if _, done, err := server.Serve(ctx, addr, server.Handler(mgr, health), log); err != nil {
+			return err
+		} else {
+			go func() { errc <- wrapServe("read-only server", <-done) }()
+		}
+	}
+	if port := *cfg.HealthzPort; port != 0 {
+		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(port)))
+		if _, done, err := server.Serve(ctx, addr, server.HealthzHandler(health), log); err != nil {
+			return err
+		} else {
+			go func() { errc <- wrapServe("healthz server", <-done) }()
+		}
+	}
+	go func() {
+		select {
+		case <-mgr.Ready():
+			log.Info("first sync done")
+			if err := notifySystemd("READY=1"); err != nil {
+				log.Warn("notify systemd", "err", err)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down; pods keep running")
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func wrapServe(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// connectRuntime dials the CRI endpoint and waits until it answers, so a
+// runtime that starts after the agent is picked up.
+func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logger) (*runtime.Client, error) {
+	rt, err := runtime.Dial(ctx, cfg.ContainerRuntimeEndpoint, cfg.RuntimeRequestTimeout.Duration)
+	if err != nil {
+		return nil, err
+	}
+	for delay := time.Second; ; delay = min(2*delay, 30*time.Second) {
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := rt.Version(vctx, "v1")
+		cancel()
+		if err == nil {
+			log.Info("connected to container runtime", "endpoint", cfg.ContainerRuntimeEndpoint,
+				"runtime", v.RuntimeName, "version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
+			return rt, nil
+		}
+		log.Error("container runtime not answering; retrying", "endpoint", cfg.ContainerRuntimeEndpoint, "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			rt.Close()
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+func cgroupRoot(cfg *agentconfig.Config) string {
+	if cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS {
+		return ""
+	}
+	if cfg.CgroupRoot == "" {
+		return "/"
+	}
+	return cfg.CgroupRoot
+}
+
+func dnsSettings(cfg *agentconfig.Config) podworker.DNSSettings {
+	s := podworker.DNSSettings{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain}
+	if cfg.ResolverConfig != nil {
+		s.ResolvConf = *cfg.ResolverConfig
+	}
+	return s
+}
+
+// lowerOOMScore protects the agent from the OOM killer like the kubelet
+// (-999). Some hosts refuse negative values: that is logged, not fatal.
+func lowerOOMScore(log *slog.Logger) {
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-999"), 0); err != nil {
+		log.Warn("cannot lower the agent's oom_score_adj; continuing without OOM protection", "err", err)
+	}
+}

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// NodeName is --hostname-override, else the lower-cased hostname, as the
+// kubelet names its node.
+func NodeName(override string) (string, error) {
+	name := override
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("node name: %w", err)
+		}
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return "", fmt.Errorf("node name is empty")
+	}
+	return name, nil
+}
+
+// defaultNodeIP picks the first global unicast IPv4 address of the host.
+func defaultNodeIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+			return ipn.IP.String()
+		}
+	}
+	return ""
+}
+
+// allocatable is the node's capacity (no reservations yet): CPUs and
+// memory, which resource env vars default to when a limit is unset.
+func allocatable() v1.ResourceList {
+	rl := v1.ResourceList{
+		v1.ResourceCPU:  *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		v1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	if mem := memTotal(); mem > 0 {
+		rl[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	return rl
+}
+
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}

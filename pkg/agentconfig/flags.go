@@ -1,0 +1,109 @@
+package agentconfig
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+)
+
+// AddFlags registers the kubelet-named flags bound to c's fields, using c's
+// current values as flag defaults. It applies SetDefaults to c first.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	c.SetDefaults()
+	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "Directory of static pod manifests (config: staticPodPath).")
+	fs.StringVar(&c.ContainerRuntimeEndpoint, "container-runtime-endpoint", c.ContainerRuntimeEndpoint, "CRI runtime endpoint (config: containerRuntimeEndpoint).")
+	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "CRI image endpoint; empty means the runtime endpoint (config: imageServiceEndpoint).")
+	fs.Int32Var(c.ReadOnlyPort, "read-only-port", *c.ReadOnlyPort, "Port of the unauthenticated read-only server; 0 disables it (config: readOnlyPort).")
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the read-only server binds to (config: address).")
+	fs.Int32Var(c.HealthzPort, "healthz-port", *c.HealthzPort, "Port of the healthz server; 0 disables it (config: healthzPort).")
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz server binds to (config: healthzBindAddress).")
+	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (config: runtimeRequestTimeout).")
+	fs.DurationVar(&c.SyncFrequency.Duration, "sync-frequency", c.SyncFrequency.Duration, "Max period between pod syncs (config: syncFrequency).")
+	fs.DurationVar(&c.FileCheckFrequency.Duration, "file-check-frequency", c.FileCheckFrequency.Duration, "Period of full re-reads of the manifest directory (config: fileCheckFrequency).")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "Root cgroup for pods (config: cgroupRoot).")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "Cgroup driver; only cgroupfs is supported (config: cgroupDriver).")
+	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Comma-separated DNS server IPs for pods (config: clusterDNS).")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "Cluster DNS domain (config: clusterDomain).")
+	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Base resolv.conf for pod DNS; empty disables it (config: resolvConf).")
+	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods (config: maxPods).")
+}
+
+// AddFlags registers the flag-only settings, using f's current values (or
+// their defaults) as flag defaults.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	if f.RootDir == "" {
+		f.RootDir = DefaultRootDir
+	}
+	fs.StringVar(&f.RootDir, "root-dir", f.RootDir, "Directory of the agent's state.")
+	fs.StringVar(&f.HostnameOverride, "hostname-override", f.HostnameOverride, "Node name to use instead of the hostname.")
+	fs.StringVar(&f.NodeIP, "node-ip", f.NodeIP, "IP address of the node.")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Kubeconfig of the API server; empty runs standalone.")
+	fs.StringVar(&f.ConfigFile, "config", f.ConfigFile, "KubeletConfiguration file; flags given explicitly override its values.")
+}
+
+// Validate checks the flag-only settings.
+func (f *Flags) Validate() error {
+	if f.RootDir == "" {
+		return errors.New("--root-dir must not be empty")
+	}
+	if f.NodeIP != "" && net.ParseIP(f.NodeIP) == nil {
+		return fmt.Errorf("--node-ip: invalid IP address %q", f.NodeIP)
+	}
+	return nil
+}
+
+// Resolve computes the effective settings with the kubelet's precedence:
+// explicit flag > config file > default. It registers the Config and Flags
+// flags on fs (which may hold other flags too) and parses args; if --config
+// names a file, it loads the file and then re-applies only the flags the
+// user set (ApplyFlags) on top of it. The result is defaulted but not
+// validated: call Config.Validate and Flags.Validate.
+//
+// Callers whose flags are parsed elsewhere (e.g. by cobra) do the same
+// steps themselves: Default().AddFlags(fs) and DefaultFlags().AddFlags(fs)
+// before parsing, then Load(--config) and ApplyFlags(fs, cfg).
+func Resolve(fs *pflag.FlagSet, args []string) (*Config, *Flags, error) {
+	cfg, fl := Default(), DefaultFlags()
+	cfg.AddFlags(fs)
+	fl.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if fl.ConfigFile == "" {
+		return cfg, fl, nil
+	}
+	fileCfg, err := Load(fl.ConfigFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ApplyFlags(fs, fileCfg); err != nil {
+		return nil, nil, err
+	}
+	return fileCfg, fl, nil
+}
+
+// ApplyFlags copies onto cfg the values of the Config flags that were set
+// explicitly in the parsed fs (fs.Visit); other flags are ignored.
+func ApplyFlags(fs *pflag.FlagSet, cfg *Config) error {
+	dst := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	cfg.AddFlags(dst)
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		d := dst.Lookup(f.Name)
+		if d == nil {
+			return
+		}
+		var err error
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			err = d.Value.(pflag.SliceValue).Replace(sv.GetSlice())
+		} else {
+			err = d.Value.Set(f.Value.String())
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,120 @@
+package agentconfig
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func resolve(t *testing.T, args ...string) (*Config, *Flags) {
+	t.Helper()
+	fs := pflag.NewFlagSet("nodeagent", pflag.ContinueOnError)
+	cfg, fl, err := Resolve(fs, args)
+	if err != nil {
+		t.Fatalf("Resolve(%q): %v", args, err)
+	}
+	return cfg, fl
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	file := writeConfig(t, header+`staticPodPath: /from/file
+maxPods: 50
+readOnlyPort: 0
+syncFrequency: 30s
+clusterDNS: [10.0.0.1, 10.0.0.2]
+resolvConf: /file/resolv.conf
+`)
+	tests := []struct {
+		name  string
+		args  []string
+		check func(*Config) []any // pairs of got, want
+	}{
+		{"defaults when neither", nil, func(c *Config) []any {
+			return []any{c.StaticPodPath, "", c.MaxPods, int32(110), *c.ReadOnlyPort, int32(10255), c.SyncFrequency.Duration, time.Minute}
+		}},
+		{"flag over default", []string{"--max-pods=20", "--read-only-port", "0"}, func(c *Config) []any {
+			return []any{c.MaxPods, int32(20), *c.ReadOnlyPort, int32(0), c.StaticPodPath, ""}
+		}},
+		{"file kept without flags", []string{"--config", file}, func(c *Config) []any {
+			return []any{c.StaticPodPath, "/from/file", c.MaxPods, int32(50), *c.ReadOnlyPort, int32(0),
+				c.SyncFrequency.Duration, 30 * time.Second, strings.Join(c.ClusterDNS, ","), "10.0.0.1,10.0.0.2",
+				*c.ResolverConfig, "/file/resolv.conf", c.Address, "127.0.0.1"}
+		}},
+		{"explicit flags override file", []string{
+			"--max-pods=60", "--config=" + file, "--pod-manifest-path=/from/flag", "--read-only-port=10266",
+			"--sync-frequency=5s", "--cluster-dns=10.9.9.9", "--resolv-conf=",
+		}, func(c *Config) []any {
+			return []any{c.StaticPodPath, "/from/flag", c.MaxPods, int32(60), *c.ReadOnlyPort, int32(10266),
+				c.SyncFrequency.Duration, 5 * time.Second, strings.Join(c.ClusterDNS, ","), "10.9.9.9",
+				*c.ResolverConfig, "", c.FileCheckFrequency.Duration, 20 * time.Second}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _ := resolve(t, tt.args...)
+			pairs := tt.check(cfg)
+			for i := 0; i < len(pairs); i += 2 {
+				if !reflect.DeepEqual(pairs[i], pairs[i+1]) {
+					t.Errorf("value %d = %v, want %v", i/2, pairs[i], pairs[i+1])
+				}
+			}
+		})
+	}
+}
+
+func TestResolveFlagOnlySettings(t *testing.T) {
+	_, fl := resolve(t)
+	if *fl != (Flags{RootDir: DefaultRootDir}) {
+		t.Errorf("default flags = %+v", fl)
+	}
+	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k")
+	want := Flags{RootDir: "/r", HostnameOverride: "n1", NodeIP: "10.1.1.1", Kubeconfig: "/k"}
+	if *fl != want {
+		t.Errorf("flags = %+v, want %+v", *fl, want)
+	}
+	if err := fl.Validate(); err != nil {
+		t.Error(err)
+	}
+	if err := (&Flags{RootDir: "/r", NodeIP: "bad"}).Validate(); err == nil || !strings.Contains(err.Error(), "--node-ip") {
+		t.Errorf("bad node IP: err = %v", err)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	bad := writeConfig(t, header+"bogus: 1\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "no-such-flag"},
+		{"bad flag value", []string{"--max-pods=lots"}, "max-pods"},
+		{"bad config file", []string{"--config", bad}, `unknown field "bogus"`},
+	}
+	for _, tt := range tests {
+		fs := pflag.NewFlagSet("nodeagent", pflag.ContinueOnError)
+		fs.SetOutput(new(strings.Builder))
+		if _, _, err := Resolve(fs, tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestApplyFlagsIgnoresForeignFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	verbosity := fs.Int("v", 0, "log level")
+	Default().AddFlags(fs)
+	if err := fs.Parse([]string{"--v=3", "--cluster-domain=example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	if err := ApplyFlags(fs, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClusterDomain != "example.org" || *verbosity != 3 {
+		t.Errorf("clusterDomain=%q v=%d", cfg.ClusterDomain, *verbosity)
+	}
+}

@@ -1,0 +1,121 @@
+package agentconfig
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func writeConfig(t *testing.T, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+func TestGoldenRoundTrip(t *testing.T) {
+	cfg, err := Load("testdata/kubelet-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.Validate(); err != nil {
+		t.Fatalf("example config is invalid: %v", err)
+	}
+	got, err := cfg.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/kubelet-config.golden.yaml"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("marshal differs from %s (run with -update):\n%s", golden, got)
+	}
+	again, err := Load(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, again) {
+		t.Errorf("golden does not load back to the same config:\n%+v\n%+v", cfg, again)
+	}
+	if cfg.SyncFrequency.Duration != 30*time.Second || *cfg.ResolverConfig != "/run/systemd/resolve/resolv.conf" {
+		t.Errorf("file values not loaded: %+v", cfg)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := Load(writeConfig(t, header))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, Default()) {
+		t.Errorf("minimal file = %+v, want defaults %+v", cfg, Default())
+	}
+	if _, err := cfg.Validate(); err != nil {
+		t.Errorf("defaults are invalid: %v", err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"unknown field", header + "maxPods: 10\nfooBar: 1\nport: 10250\n", []string{`unknown fields "fooBar", "port"`}},
+		{"field names are case-sensitive", header + "MaxPods: 10\n", []string{`unknown field "MaxPods"`}},
+		{"duplicate field", header + "maxPods: 10\nmaxPods: 11\n", []string{"maxPods", "already set"}},
+		{"wrong type", header + "maxPods: many\n", []string{`field "maxPods"`}},
+		{"bad duration", header + "syncFrequency: often\n", []string{`field "syncFrequency"`}},
+		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", []string{`unsupported apiVersion "kubelet.config.k8s.io/v1"`}},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", []string{`unsupported kind "Pod"`}},
+		{"missing apiVersion", "kind: KubeletConfiguration\n", []string{`unsupported apiVersion ""`}},
+		{"empty", "", []string{"empty configuration"}},
+		{"not an object", "- a\n", []string{"not a configuration object"}},
+		{"bad yaml", header + "maxPods: [\n", []string{"yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.data)
+			_, err := Load(path)
+			if err == nil {
+				t.Fatal("want error")
+			}
+			for _, want := range append(tt.want, path) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("missing file: want error")
+	}
+}
+
+func TestLoadJSON(t *testing.T) {
+	cfg, err := Load(writeConfig(t, `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","readOnlyPort":0,"maxPods":7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.ReadOnlyPort != 0 || cfg.MaxPods != 7 {
+		t.Errorf("readOnlyPort=%d maxPods=%d, want 0 (explicitly disabled) and 7", *cfg.ReadOnlyPort, cfg.MaxPods)
+	}
+}

@@ -1,0 +1,101 @@
+package agentconfig
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The only apiVersion and kind accepted in a config file.
+const (
+	APIVersion = "kubelet.config.k8s.io/v1beta1"
+	Kind       = "KubeletConfiguration"
+)
+
+// Config is the subset of the kubelet's KubeletConfiguration
+// (kubelet.config.k8s.io/v1beta1) that nodeagent supports. Field names,
+// JSON/YAML tags and value formats are upstream's; defaults are listed per
+// field (see SetDefaults) and differ from upstream where marked.
+type Config struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// StaticPodPath is the directory of static pod manifests. Default: "" (none).
+	StaticPodPath string `json:"staticPodPath,omitempty"`
+	// SyncFrequency is the max period between pod syncs. Default: 1m.
+	SyncFrequency metav1.Duration `json:"syncFrequency,omitempty"`
+	// FileCheckFrequency is the period of full re-reads of StaticPodPath. Default: 20s.
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
+	// Address is the IP the read-only server binds to. Default: "127.0.0.1"
+	// (upstream: "0.0.0.0"; nodeagent keeps its unauthenticated server local).
+	Address string `json:"address,omitempty"`
+	// ReadOnlyPort is the unauthenticated read-only server's port; 0 disables
+	// it. Default: 10255 (upstream v1beta1 file default: 0; flag default 10255).
+	ReadOnlyPort *int32 `json:"readOnlyPort,omitempty"`
+	// HealthzPort is the healthz server's port; 0 disables it. Default: 10248.
+	HealthzPort *int32 `json:"healthzPort,omitempty"`
+	// HealthzBindAddress is the healthz server's IP. Default: "127.0.0.1".
+	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
+	// ContainerRuntimeEndpoint is the CRI runtime endpoint.
+	// Default: "unix:///run/containerd/containerd.sock".
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
+	// ImageServiceEndpoint is the CRI image endpoint; "" means
+	// ContainerRuntimeEndpoint (see ImageEndpoint). Default: "".
+	ImageServiceEndpoint string `json:"imageServiceEndpoint,omitempty"`
+	// RuntimeRequestTimeout bounds CRI requests (except long-running ones). Default: 2m.
+	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
+	// CgroupRoot is the root cgroup for pods. Default: "" (runtime's default).
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// CgroupsPerQOS enables the QoS cgroup hierarchy. Default: true.
+	CgroupsPerQOS *bool `json:"cgroupsPerQOS,omitempty"`
+	// CgroupDriver is the cgroup driver; only "cgroupfs" is supported. Default: "cgroupfs".
+	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// PodLogsDir is where container logs are written. Default: "/var/log/pods".
+	PodLogsDir string `json:"podLogsDir,omitempty"`
+	// ContainerLogMaxSize is a quantity, e.g. "10Mi". Default: "10Mi".
+	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
+	// ContainerLogMaxFiles is the number of log files per container (>= 2). Default: 5.
+	ContainerLogMaxFiles *int32 `json:"containerLogMaxFiles,omitempty"`
+	// MaxPods is the maximum number of pods. Default: 110.
+	MaxPods int32 `json:"maxPods,omitempty"`
+	// SerializeImagePulls pulls one image at a time. Default: true.
+	SerializeImagePulls *bool `json:"serializeImagePulls,omitempty"`
+	// ClusterDNS lists DNS server IPs given to pods. Default: none.
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain is the cluster's DNS domain. Default: "".
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// ResolverConfig is the resolv.conf used as the base for pod DNS; ""
+	// disables it. Default: "/etc/resolv.conf".
+	ResolverConfig *string `json:"resolvConf,omitempty"`
+	// PodPidsLimit is the max number of processes per pod; -1 is unlimited. Default: -1.
+	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
+	// RegistryPullQPS limits image pulls per second; 0 is unlimited. Default: 5.
+	RegistryPullQPS *int32 `json:"registryPullQPS,omitempty"`
+	// RegistryBurst is the pull burst when RegistryPullQPS > 0. Default: 10.
+	RegistryBurst int32 `json:"registryBurst,omitempty"`
+	// EnableServer enables the agent's servers. Default: true.
+	EnableServer *bool `json:"enableServer,omitempty"`
+	// NodeStatusUpdateFrequency is the node status report period. Default: 10s.
+	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+}
+
+// ImageEndpoint returns ImageServiceEndpoint, or ContainerRuntimeEndpoint
+// when it is empty (upstream semantics).
+func (c *Config) ImageEndpoint() string {
+	if c.ImageServiceEndpoint != "" {
+		return c.ImageServiceEndpoint
+	}
+	return c.ContainerRuntimeEndpoint
+}
+
+// Flags are the agent settings that, as in the kubelet, exist only as
+// command-line flags and never in the config file.
+type Flags struct {
+	// RootDir holds the agent's state. Default: /var/lib/nodeagent.
+	RootDir string
+	// HostnameOverride replaces the hostname as the node name.
+	HostnameOverride string
+	// NodeIP is the node's IP address.
+	NodeIP string
+	// Kubeconfig is the path of a kubeconfig for the API server ("" = standalone).
+	Kubeconfig string
+	// ConfigFile is the path of the KubeletConfiguration file (--config).
+	ConfigFile string
+}

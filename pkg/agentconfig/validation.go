@@ -1,0 +1,184 @@
+package agentconfig
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a defaulted Config. Errors name the field, e.g.
+// "readOnlyPort: Invalid value: 70000: must be between 0 and 65535,
+// inclusive"; warnings describe legal but doubtful settings.
+func (c *Config) Validate() (warnings []string, err error) {
+	var errs field.ErrorList
+	errs = append(errs, c.validateTypeMeta()...)
+	errs = append(errs, c.validateDurations()...)
+	errs = append(errs, c.validateNetwork()...)
+	errs = append(errs, c.validateRuntime()...)
+	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.validateDNS()...)
+	return c.warnings(), errs.ToAggregate()
+}
+
+func (c *Config) validateTypeMeta() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+	return errs
+}
+
+func (c *Config) validateDurations() field.ErrorList {
+	var errs field.ErrorList
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"syncFrequency", c.SyncFrequency.Duration},
+		{"fileCheckFrequency", c.FileCheckFrequency.Duration},
+		{"runtimeRequestTimeout", c.RuntimeRequestTimeout.Duration},
+		{"nodeStatusUpdateFrequency", c.NodeStatusUpdateFrequency.Duration},
+	} {
+		if d.d <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath(d.name), d.d.String(), "must be greater than 0"))
+		}
+	}
+	return errs
+}
+
+func (c *Config) validateNetwork() field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateIP(field.NewPath("address"), c.Address)...)
+	errs = append(errs, validateIP(field.NewPath("healthzBindAddress"), c.HealthzBindAddress)...)
+	ro, hz := deref(c.ReadOnlyPort), deref(c.HealthzPort)
+	if ro < 0 || ro > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("readOnlyPort"), ro, "must be between 0 and 65535, inclusive"))
+	}
+	if hz < 0 || hz > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("healthzPort"), hz, "must be between 0 and 65535, inclusive"))
+	}
+	if ro != 0 && ro == hz && sameHost(c.Address, c.HealthzBindAddress) {
+		errs = append(errs, field.Invalid(field.NewPath("readOnlyPort"), ro, "must differ from healthzPort on the same address"))
+	}
+	return errs
+}
+
+func (c *Config) validateRuntime() field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateEndpoint(field.NewPath("containerRuntimeEndpoint"), c.ContainerRuntimeEndpoint, true)...)
+	errs = append(errs, validateEndpoint(field.NewPath("imageServiceEndpoint"), c.ImageServiceEndpoint, false)...)
+	if c.CgroupDriver != DefaultCgroupDriver {
+		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), c.CgroupDriver, []string{DefaultCgroupDriver}))
+	}
+	if c.CgroupRoot != "" && !strings.HasPrefix(c.CgroupRoot, "/") {
+		errs = append(errs, field.Invalid(field.NewPath("cgroupRoot"), c.CgroupRoot, "must be an absolute cgroup path"))
+	}
+	if !filepath.IsAbs(c.PodLogsDir) {
+		errs = append(errs, field.Invalid(field.NewPath("podLogsDir"), c.PodLogsDir, "must be an absolute path"))
+	}
+	return errs
+}
+
+func (c *Config) validateLimits() field.ErrorList {
+	var errs field.ErrorList
+	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxSize"), c.ContainerLogMaxSize, "must be a positive quantity such as 10Mi"))
+	}
+	if n := deref(c.ContainerLogMaxFiles); n < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxFiles"), n, "must be greater than 1"))
+	}
+	if c.MaxPods < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be greater than or equal to 0"))
+	}
+	if n := deref(c.PodPidsLimit); n < -1 {
+		errs = append(errs, field.Invalid(field.NewPath("podPidsLimit"), n, "must be -1 (unlimited) or greater"))
+	}
+	if n := deref(c.RegistryPullQPS); n < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("registryPullQPS"), n, "must be greater than or equal to 0"))
+	}
+	if c.RegistryBurst < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("registryBurst"), c.RegistryBurst, "must be greater than or equal to 0"))
+	}
+	return errs
+}
+
+func (c *Config) validateDNS() field.ErrorList {
+	var errs field.ErrorList
+	for i, ip := range c.ClusterDNS {
+		errs = append(errs, validateIP(field.NewPath("clusterDNS").Index(i), ip)...)
+	}
+	if c.ClusterDomain != "" {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(c.ClusterDomain, ".")) {
+			errs = append(errs, field.Invalid(field.NewPath("clusterDomain"), c.ClusterDomain, msg))
+		}
+	}
+	return errs
+}
+
+func (c *Config) warnings() []string {
+	var w []string
+	if c.StaticPodPath == "" {
+		w = append(w, "staticPodPath is empty: no static pods will be run")
+	}
+	if len(c.ClusterDNS) > 0 && c.ClusterDomain == "" {
+		w = append(w, "clusterDNS is set but clusterDomain is empty: pods get no cluster search domains")
+	}
+	if deref(c.ReadOnlyPort) != 0 && !isLoopback(c.Address) {
+		w = append(w, fmt.Sprintf("address %s is not a loopback address: the unauthenticated read-only server on port %d is reachable from the network",
+			c.Address, deref(c.ReadOnlyPort)))
+	}
+	if c.ResolverConfig != nil && *c.ResolverConfig == "" {
+		w = append(w, "resolvConf is empty: pods with dnsPolicy Default get no nameservers from the host")
+	}
+	return w
+}
+
+func validateIP(p *field.Path, s string) field.ErrorList {
+	if net.ParseIP(s) == nil {
+		return field.ErrorList{field.Invalid(p, s, "must be a valid IP address")}
+	}
+	return nil
+}
+
+// validateEndpoint accepts "unix:///abs/path" and, like the kubelet (with a
+// deprecation warning there), a bare absolute socket path.
+func validateEndpoint(p *field.Path, ep string, required bool) field.ErrorList {
+	switch {
+	case ep == "":
+		if required {
+			return field.ErrorList{field.Required(p, "a CRI endpoint such as "+DefaultContainerRuntimeEndpoint)}
+		}
+		return nil
+	case strings.HasPrefix(ep, "unix://") && filepath.IsAbs(strings.TrimPrefix(ep, "unix://")),
+		filepath.IsAbs(ep):
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, ep, "must be unix:// followed by an absolute socket path")}
+}
+
+func sameHost(a, b string) bool {
+	ia, ib := net.ParseIP(a), net.ParseIP(b)
+	return ia != nil && ib != nil && (ia.Equal(ib) || ia.IsUnspecified() || ib.IsUnspecified())
+}
+
+func isLoopback(s string) bool {
+	ip := net.ParseIP(s)
+	return ip != nil && ip.IsLoopback()
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,120 @@
+package agentconfig
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSetDefaults(t *testing.T) {
+	c := &Config{MaxPods: 7, ReadOnlyPort: ptr[int32](0), ResolverConfig: ptr("")}
+	c.SetDefaults()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"apiVersion", c.APIVersion, APIVersion},
+		{"kind", c.Kind, Kind},
+		{"maxPods kept", c.MaxPods, int32(7)},
+		{"readOnlyPort 0 kept", *c.ReadOnlyPort, int32(0)},
+		{"resolvConf empty kept", *c.ResolverConfig, ""},
+		{"syncFrequency", c.SyncFrequency.Duration, time.Minute},
+		{"fileCheckFrequency", c.FileCheckFrequency.Duration, 20 * time.Second},
+		{"address", c.Address, "127.0.0.1"},
+		{"healthzPort", *c.HealthzPort, int32(10248)},
+		{"containerRuntimeEndpoint", c.ContainerRuntimeEndpoint, "unix:///run/containerd/containerd.sock"},
+		{"imageEndpoint falls back", c.ImageEndpoint(), "unix:///run/containerd/containerd.sock"},
+		{"runtimeRequestTimeout", c.RuntimeRequestTimeout.Duration, 2 * time.Minute},
+		{"cgroupDriver", c.CgroupDriver, "cgroupfs"},
+		{"cgroupsPerQOS", *c.CgroupsPerQOS, true},
+		{"containerLogMaxSize", c.ContainerLogMaxSize, "10Mi"},
+		{"containerLogMaxFiles", *c.ContainerLogMaxFiles, int32(5)},
+		{"serializeImagePulls", *c.SerializeImagePulls, true},
+		{"podPidsLimit", *c.PodPidsLimit, int64(-1)},
+		{"registryPullQPS", *c.RegistryPullQPS, int32(5)},
+		{"registryBurst", c.RegistryBurst, int32(10)},
+		{"nodeStatusUpdateFrequency", c.NodeStatusUpdateFrequency.Duration, 10 * time.Second},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+	if Default().ReadOnlyPort == nil || *Default().ReadOnlyPort != 10255 {
+		t.Errorf("default readOnlyPort is not 10255")
+	}
+	if DefaultFlags().RootDir != "/var/lib/nodeagent" {
+		t.Errorf("default root dir = %q", DefaultFlags().RootDir)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string // "" means valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"read-only port too big", func(c *Config) { c.ReadOnlyPort = ptr[int32](70000) },
+			"readOnlyPort: Invalid value: 70000: must be between 0 and 65535, inclusive"},
+		{"read-only port disabled", func(c *Config) { c.ReadOnlyPort = ptr[int32](0) }, ""},
+		{"healthz port negative", func(c *Config) { c.HealthzPort = ptr[int32](-1) }, "healthzPort: Invalid value: -1"},
+		{"port clash", func(c *Config) { c.HealthzPort = ptr[int32](10255) }, "readOnlyPort: Invalid value: 10255: must differ from healthzPort"},
+		{"systemd cgroup driver", func(c *Config) { c.CgroupDriver = "systemd" }, `cgroupDriver: Unsupported value: "systemd": supported values: "cgroupfs"`},
+		{"bad address", func(c *Config) { c.Address = "localhost" }, `address: Invalid value: "localhost": must be a valid IP address`},
+		{"bad cluster DNS", func(c *Config) { c.ClusterDNS = []string{"10.0.0.10", "x"} }, `clusterDNS[1]: Invalid value: "x"`},
+		{"bad cluster domain", func(c *Config) { c.ClusterDomain = "Cluster_Local" }, "clusterDomain: Invalid value"},
+		{"zero duration", func(c *Config) { c.SyncFrequency.Duration = -time.Second }, `syncFrequency: Invalid value: "-1s": must be greater than 0`},
+		{"endpoint scheme", func(c *Config) { c.ContainerRuntimeEndpoint = "tcp://1.2.3.4:1" }, "containerRuntimeEndpoint: Invalid value"},
+		{"bare socket path", func(c *Config) { c.ImageServiceEndpoint = "/run/crio/crio.sock" }, ""},
+		{"empty endpoint", func(c *Config) { c.ContainerRuntimeEndpoint = "" }, "containerRuntimeEndpoint: Required value"},
+		{"log size", func(c *Config) { c.ContainerLogMaxSize = "lots" }, `containerLogMaxSize: Invalid value: "lots"`},
+		{"log files", func(c *Config) { c.ContainerLogMaxFiles = ptr[int32](1) }, "containerLogMaxFiles: Invalid value: 1: must be greater than 1"},
+		{"max pods", func(c *Config) { c.MaxPods = -1 }, "maxPods: Invalid value: -1"},
+		{"pids limit", func(c *Config) { c.PodPidsLimit = ptr[int64](-2) }, "podPidsLimit: Invalid value: -2"},
+		{"relative logs dir", func(c *Config) { c.PodLogsDir = "logs" }, `podLogsDir: Invalid value: "logs"`},
+		{"cgroup root", func(c *Config) { c.CgroupRoot = "kubepods" }, `cgroupRoot: Invalid value: "kubepods"`},
+		{"kind", func(c *Config) { c.Kind = "Pod" }, `kind: Unsupported value: "Pod"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.StaticPodPath = "/etc/kubernetes/manifests"
+			tt.mutate(c)
+			_, err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateWarnings(t *testing.T) {
+	c := Default()
+	c.Address = "0.0.0.0"
+	c.ClusterDNS = []string{"10.96.0.10"}
+	warnings, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(warnings, "\n")
+	for _, want := range []string{"staticPodPath is empty", "clusterDomain is empty", "not a loopback address"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings %q lack %q", warnings, want)
+		}
+	}
+}
+
+func TestValidateReportsAllErrors(t *testing.T) {
+	c := Default()
+	c.MaxPods, c.CgroupDriver = -1, "systemd"
+	_, err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "maxPods") || !strings.Contains(err.Error(), "cgroupDriver") {
+		t.Errorf("error = %v, want both maxPods and cgroupDriver", err)
+	}
+}

@@ -1,0 +1,248 @@
+package podworker
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// containerInputs is everything a container's CRI config depends on beyond
+// its spec: facts about the node, the sandbox and files the agent prepared.
+type containerInputs struct {
+	PodIPs          []string
+	HostIP          string
+	NodeName        string
+	ImageRef        string
+	RestartCount    int
+	Type            runtime.ContainerType
+	TermMessagePath string // host file mounted at terminationMessagePath
+	EtcHostsPath    string // host file mounted at /etc/hosts, "" for none
+	Allocatable     v1.ResourceList
+}
+
+// configError is a container configuration problem the user must fix
+// (CreateContainerConfigError), as opposed to a runtime failure.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*criv1.ContainerConfig, error) {
+	envs, err := makeEnv(pod, c, in)
+	if err != nil {
+		return nil, err
+	}
+	lookup := envLookup(envs)
+	cmd := make([]string, len(c.Command))
+	for i, s := range c.Command {
+		cmd[i] = expand(s, lookup)
+	}
+	args := make([]string, len(c.Args))
+	for i, s := range c.Args {
+		args[i] = expand(s, lookup)
+	}
+	cfg := &criv1.ContainerConfig{
+		Metadata:    &criv1.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
+		Image:       &criv1.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
+		Command:     cmd,
+		Args:        args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Labels:      runtime.ContainerLabels(pod, c, in.Type),
+		Annotations: runtime.ContainerAnnotations(pod, c, in.RestartCount),
+		LogPath:     runtime.ContainerLogPath(c.Name, in.RestartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Mounts:      containerMounts(c, in),
+		Linux: &criv1.LinuxContainerConfig{
+			Resources:       containerResources(pod, c),
+			SecurityContext: containerSecurity(pod, c),
+		},
+	}
+	return cfg, nil
+}
+
+func containerMounts(c *v1.Container, in containerInputs) []*criv1.Mount {
+	var mounts []*criv1.Mount
+	if in.EtcHostsPath != "" && !mountsPath(c, "/etc/hosts") {
+		mounts = append(mounts, &criv1.Mount{ContainerPath: "/etc/hosts", HostPath: in.EtcHostsPath})
+	}
+	if in.TermMessagePath != "" && c.TerminationMessagePath != "" {
+		mounts = append(mounts, &criv1.Mount{ContainerPath: c.TerminationMessagePath, HostPath: in.TermMessagePath})
+	}
+	return mounts
+}
+
+func mountsPath(c *v1.Container, p string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == p {
+			return true
+		}
+	}
+	return false
+}
+
+func envLookup(envs []*criv1.KeyValue) func(string) (string, bool) {
+	m := make(map[string]string, len(envs))
+	for _, e := range envs {
+		m[e.Key] = string(e.Value)
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// makeEnv resolves the container's env in order; each value may refer to
+// variables defined before it.
+func makeEnv(pod *v1.Pod, c *v1.Container, in containerInputs) ([]*criv1.KeyValue, error) {
+	defined := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := defined[k]; !ok {
+			order = append(order, k)
+		}
+		defined[k] = v
+	}
+	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef != nil && !isOptional(from.ConfigMapRef.Optional) {
+			return nil, &configError{fmt.Sprintf("configmap %q not found", from.ConfigMapRef.Name)}
+		}
+		if from.SecretRef != nil && !isOptional(from.SecretRef.Optional) {
+			return nil, &configError{fmt.Sprintf("secret %q not found", from.SecretRef.Name)}
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			set(e.Name, expand(e.Value, lookup))
+			continue
+		}
+		v, ok, err := envValueFrom(pod, c, e.ValueFrom, in)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			set(e.Name, v)
+		}
+	}
+	out := make([]*criv1.KeyValue, 0, len(order))
+	for _, k := range order {
+		out = append(out, &criv1.KeyValue{Key: k, Value: []byte(defined[k])})
+	}
+	return out, nil
+}
+
+func isOptional(p *bool) bool { return p != nil && *p }
+
+func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, in containerInputs) (string, bool, error) {
+	switch {
+	case src.FieldRef != nil:
+		v, err := podFieldValue(pod, src.FieldRef.FieldPath, in)
+		return v, err == nil, err
+	case src.ResourceFieldRef != nil:
+		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, in.Allocatable)
+		return v, err == nil, err
+	case src.ConfigMapKeyRef != nil:
+		if isOptional(src.ConfigMapKeyRef.Optional) {
+			return "", false, nil
+		}
+		return "", false, &configError{fmt.Sprintf("configmap %q not found", src.ConfigMapKeyRef.Name)}
+	case src.SecretKeyRef != nil:
+		if isOptional(src.SecretKeyRef.Optional) {
+			return "", false, nil
+		}
+		return "", false, &configError{fmt.Sprintf("secret %q not found", src.SecretKeyRef.Name)}
+	}
+	return "", false, nil
+}
+
+func podFieldValue(pod *v1.Pod, path string, in containerInputs) (string, error) {
+	if k, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[k], nil
+	}
+	if k, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[k], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return in.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP", "status.hostIPs":
+		return in.HostIP, nil
+	case "status.podIP":
+		if len(in.PodIPs) > 0 {
+			return in.PodIPs[0], nil
+		}
+		return "", nil
+	case "status.podIPs":
+		return strings.Join(in.PodIPs, ","), nil
+	}
+	return "", &configError{fmt.Sprintf("unsupported fieldPath: %s", path)}
+}
+
+// subscript parses metadata.labels['key'].
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, alloc v1.ResourceList) (string, error) {
+	target := c
+	if ref.ContainerName != "" {
+		target = findContainer(pod, ref.ContainerName)
+		if target == nil {
+			return "", &configError{fmt.Sprintf("resourceFieldRef: no container %q", ref.ContainerName)}
+		}
+	}
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	if !ok {
+		return "", &configError{fmt.Sprintf("unsupported container resource: %v", ref.Resource)}
+	}
+	list := target.Resources.Limits
+	if kind == "requests" {
+		list = target.Resources.Requests
+	}
+	q, found := list[v1.ResourceName(name)]
+	if !found && kind == "limits" {
+		q, found = alloc[v1.ResourceName(name)] // limit defaults to node allocatable
+	}
+	if !found {
+		q = resource.Quantity{}
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if name == "cpu" {
+		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
+	}
+	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
+}
+
+func findContainer(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+package podworker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// minGracePeriod is the kubelet's floor for a container's stop timeout.
+const minGracePeriod = 2
+
+// execute runs a plan against the runtime, in the kubelet's SyncPod order:
+// 1 kill the pod if needed, 2 kill changed containers, 3 create the
+// sandbox, 4 start the next init container, or 5 the app containers.
+// Failures are recorded as container waiting reasons and events; the next
+// sync retries.
+func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan) {
+	grace := gracePeriod(pod)
+	if plan.KillPod {
+		if err := w.killPod(ctx, pod, st, grace); err != nil {
+			w.log.Error("kill pod failed", "err", err)
+			return
+		}
+		if !plan.CreateSandbox {
+			return
+		}
+	}
+	w.killContainers(ctx, pod, plan.ContainersToKill, grace)
+
+	attempt := plan.Attempt
+	if !plan.CreateSandbox && len(st.Sandboxes) > 0 {
+		attempt = st.Sandboxes[0].Attempt
+	}
+	sbCfg, err := w.sandboxConfig(pod, attempt)
+	if err != nil {
+		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return
+	}
+	sandboxID := plan.SandboxID
+	var podIPs []string
+	if sb := st.ActiveSandbox(); sb != nil && !plan.CreateSandbox {
+		podIPs = sb.IPs
+	}
+	if plan.CreateSandbox {
+		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
+			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			w.log.Error("create sandbox failed", "err", err)
+			return
+		}
+	}
+	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
+	if plan.InitToStart >= 0 {
+		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], runtime.ContainerTypeInit, target)
+	} else {
+		var wg sync.WaitGroup
+		for _, i := range plan.ContainersToStart {
+			wg.Add(1)
+			go func(c *v1.Container) {
+				defer wg.Done()
+				w.startContainer(ctx, pod, c, runtime.ContainerTypeRegular, target)
+			}(&pod.Spec.Containers[i])
+		}
+		wg.Wait()
+	}
+	for name, d := range plan.BackingOff {
+		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
+		w.m.events.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
+	}
+}
+
+func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
+
+// gracePeriod is the stop timeout: the deletion's grace if set, else the
+// spec's, never below the kubelet's minimum.
+func gracePeriod(pod *v1.Pod) int64 {
+	g := int64(30)
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		g = *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g < minGracePeriod {
+		g = minGracePeriod
+	}
+	return g
+}
+
+func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*criv1.PodSandboxConfig, error) {
+	dns, err := dnsConfig(pod, w.m.cfg.DNS)
+	if err != nil {
+		return nil, err
+	}
+	return buildSandboxConfig(pod, sandboxInputs{
+		Attempt:    attempt,
+		LogDir:     runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
+		CgroupRoot: w.m.cfg.CgroupRoot,
+		DNS:        dns,
+	}), nil
+}
+
+func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", nil, fmt.Errorf("create pod log directory: %w", err)
+	}
+	id, err := w.m.cfg.Runtime.RunPodSandbox(ctx, cfg, w.m.cfg.RuntimeHandler)
+	if err != nil {
+		return "", nil, err
+	}
+	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
+	resp, err := w.m.cfg.Runtime.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		return id, nil, err
+	}
+	var ips []string
+	if ip := resp.GetStatus().GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, ip := range resp.GetStatus().GetNetwork().GetAdditionalIps() {
+		ips = append(ips, ip.GetIp())
+	}
+	if !pod.Spec.HostNetwork {
+		if err := writeEtcHosts(w.podDir(), pod, ips); err != nil {
+			return id, ips, err
+		}
+	}
+	return id, ips, nil
+}
+
+type startTarget struct {
+	sandboxID string
+	sandbox   *criv1.PodSandboxConfig
+	podIPs    []string
+	status    *runtime.PodStatus
+}
+
+// startContainer pulls, creates and starts one container, recording why
+// it could not as the container's waiting reason.
+func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ runtime.ContainerType, t startTarget) {
+	imageRef, err := w.m.puller.ensure(ctx, pod, c, t.sandbox)
+	if err != nil {
+		var pe *pullError
+		if errors.As(err, &pe) {
+			w.setWaiting(c.Name, Waiting{pe.Reason, pe.Message})
+		}
+		return
+	}
+	restartCount := 0
+	if prev := t.status.Latest(c.Name); prev != nil {
+		restartCount = prev.RestartCount + 1
+		if prev.State == criv1.ContainerState_CONTAINER_EXITED {
+			w.m.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
+		}
+	} else {
+		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
+	}
+	id, err := w.createContainer(ctx, pod, c, typ, t, imageRef, restartCount)
+	if err != nil {
+		reason := "CreateContainerError"
+		var ce *configError
+		if errors.As(err, &ce) {
+			reason = "CreateContainerConfigError"
+		}
+		w.setWaiting(c.Name, Waiting{reason, err.Error()})
+		w.m.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return
+	}
+	w.m.events.Eventf(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := w.m.cfg.Runtime.StartContainer(ctx, id); err != nil {
+		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
+		w.m.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return
+	}
+	w.clearWaiting(c.Name)
+	w.m.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+}
+
+func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ runtime.ContainerType, t startTarget, imageRef string, restartCount int) (string, error) {
+	if effective(pod, c).RunAsNonRoot {
+		img, err := w.m.cfg.Images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
+		if err != nil {
+			return "", err
+		}
+		if err := verifyRunAsNonRoot(pod, c, img.GetImage()); err != nil {
+			return "", err
+		}
+	}
+	termPath, err := w.termMessageFile(c.Name)
+	if err != nil {
+		return "", err
+	}
+	in := containerInputs{
+		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
+		ImageRef: imageRef, RestartCount: restartCount, Type: typ,
+		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable,
+	}
+	if !pod.Spec.HostNetwork {
+		in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
+	}
+	cfg, err := buildContainerConfig(pod, c, in)
+	if err != nil {
+		return "", err
+	}
+	return w.m.cfg.Runtime.CreateContainer(ctx, t.sandboxID, cfg, t.sandbox)
+}
+
+func (w *worker) podDir() string { return filepath.Join(w.m.cfg.RootDir, "pods", string(w.uid)) }
+
+// termMessageFile creates the host file mounted at terminationMessagePath,
+// world-writable so that non-root containers can write it.
+func (w *worker) termMessageFile(container string) (string, error) {
+	dir := filepath.Join(w.podDir(), "containers", container)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("termination message dir: %w", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	p := filepath.Join(dir, hex.EncodeToString(b))
+	if err := os.WriteFile(p, nil, 0o666); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	return p, os.Chmod(p, 0o666)
+}
+
+// nextRestartFromLogs continues the restart count from existing log files,
+// so a container whose runtime record was lost does not overwrite 0.log.
+func nextRestartFromLogs(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	next := 0
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
+		if err == nil && strings.HasSuffix(e.Name(), ".log") && n+1 > next {
+			next = n + 1
+		}
+	}
+	return next
+}
+
+func writeEtcHosts(dir string, pod *v1.Pod, ips []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("pod dir: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+	for _, ip := range ips {
+		name := podHostname(pod)
+		if pod.Spec.Subdomain != "" {
+			name = fmt.Sprintf("%s.%s.%s.svc\t%s", name, pod.Spec.Subdomain, pod.Namespace, name)
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", ip, name)
+	}
+	for _, a := range pod.Spec.HostAliases {
+		fmt.Fprintf(&b, "\n# Entries added by HostAliases.\n%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
+	}
+	return os.WriteFile(filepath.Join(dir, "etc-hosts"), []byte(b.String()), 0o644)
+}
+
+func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[string]KillReason, grace int64) {
+	var wg sync.WaitGroup
+	for id, k := range kills {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.m.events.Eventf(pod, v1.EventTypeNormal, "Killing", "%s", k.Message)
+			if err := w.m.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !runtime.IsNotFound(err) {
+				w.log.Error("stop container failed", "container", k.Name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// killPod stops every running container with the grace period, then every
+// sandbox (which tears down the pod's network).
+func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, grace int64) error {
+	kills := map[string]KillReason{}
+	for _, c := range st.Running() {
+		kills[c.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Stopping container %s", c.Name)}
+	}
+	w.killContainers(ctx, pod, kills, grace)
+	var errs []error
+	for _, sb := range st.Sandboxes {
+		if sb.State != criv1.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if err := w.m.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

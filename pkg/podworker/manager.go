@@ -1,0 +1,259 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// Config holds what the workers need; Runtime, Images and NodeName are
+// required.
+type Config struct {
+	Runtime        runtime.Runtime
+	Images         runtime.Images
+	RuntimeHandler string
+	NodeName       string
+	NodeIP         string
+	RootDir        string // per-pod files live in <RootDir>/pods/<uid>
+	PodLogsDir     string // the kubelet's /var/log/pods
+	CgroupRoot     string // "" to let the runtime pick cgroups
+	DNS            DNSSettings
+	Allocatable    v1.ResourceList
+	Events         EventRecorder
+	Logger         *slog.Logger
+	// ResyncPeriod is how often each pod is synced without a trigger
+	// (the kubelet's syncFrequency).
+	ResyncPeriod time.Duration
+	// RetryPeriod is the delay after a failed runtime call.
+	RetryPeriod time.Duration
+	// HousekeepingPeriod is how often runtime pods unknown to the agent
+	// are looked for and removed.
+	HousekeepingPeriod time.Duration
+}
+
+// The kubelet's container restart back-off: 10 s doubling to 5 min, reset
+// after 10 min without a crash.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 300 * time.Second
+)
+
+// Manager keeps one worker per pod and routes updates to them.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	events  EventRecorder
+	backoff *flowcontrol.Backoff
+	puller  *puller
+	now     func() time.Time
+
+	mu      sync.Mutex
+	desired map[types.UID]*v1.Pod
+	workers map[types.UID]*worker
+	seeded  bool
+	ready   chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New checks the configuration and builds a manager.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Runtime == nil || cfg.Images == nil || cfg.NodeName == "" {
+		return nil, errors.New("podworker: Runtime, Images and NodeName are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Events == nil {
+		cfg.Events = LogEvents{Log: cfg.Logger}
+	}
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = time.Minute
+	}
+	if cfg.RetryPeriod == 0 {
+		cfg.RetryPeriod = 2 * time.Second
+	}
+	if cfg.HousekeepingPeriod == 0 {
+		cfg.HousekeepingPeriod = 10 * time.Second
+	}
+	keys, err := loadKeyring(defaultKeyringPaths(cfg.RootDir)...)
+	if err != nil {
+		cfg.Logger.Warn("registry credentials ignored", "err", err)
+	}
+	m := &Manager{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		events:  cfg.Events,
+		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		now:     time.Now,
+		desired: map[types.UID]*v1.Pod{},
+		workers: map[types.UID]*worker{},
+		ready:   make(chan struct{}),
+	}
+	m.puller = &puller{
+		images:  cfg.Images,
+		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		keyring: keys,
+		events:  cfg.Events,
+	}
+	return m, nil
+}
+
+// Ready is closed once the first pod set has been synced once.
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// Run dispatches pod sets and runtime events to workers until ctx ends.
+// Pods keep running when it returns, as they do when the kubelet stops.
+func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan types.UID) error {
+	house := time.NewTicker(m.cfg.HousekeepingPeriod)
+	defer house.Stop()
+	defer m.wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case set := <-pods:
+			first := m.setPods(ctx, set)
+			if first {
+				m.housekeeping(ctx)
+			}
+		case uid := <-events:
+			m.wakeWorker(uid)
+		case <-house.C:
+			m.housekeeping(ctx)
+		}
+	}
+}
+
+// setPods makes the desired set the given one: new pods get a worker,
+// changed pods are updated, missing pods terminate. It reports whether
+// this was the first set.
+func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	desired := make(map[types.UID]*v1.Pod, len(pods))
+	for _, p := range pods {
+		desired[p.UID] = p.DeepCopy()
+	}
+	for uid, w := range m.workers {
+		if _, ok := desired[uid]; !ok {
+			w.terminate()
+		}
+	}
+	m.desired = desired
+	var started []*worker
+	for uid, p := range desired {
+		if w, ok := m.workers[uid]; ok {
+			w.update(p)
+			continue
+		}
+		started = append(started, m.startWorkerLocked(ctx, p))
+	}
+	if m.seeded {
+		return false
+	}
+	m.seeded = true
+	go func() {
+		for _, w := range started {
+			select {
+			case <-w.synced:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(m.ready)
+	}()
+	return true
+}
+
+func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod) *worker {
+	w := newWorker(m, pod)
+	m.workers[pod.UID] = w
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run(ctx)
+	}()
+	return w
+}
+
+// forget drops a finished worker; if its pod came back meanwhile, a fresh
+// worker starts it again.
+func (m *Manager) forget(ctx context.Context, w *worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[w.uid] == w {
+		delete(m.workers, w.uid)
+	}
+	if p, ok := m.desired[w.uid]; ok && ctx.Err() == nil {
+		m.startWorkerLocked(ctx, p)
+	}
+}
+
+func (m *Manager) wakeWorker(uid types.UID) {
+	m.mu.Lock()
+	w := m.workers[uid]
+	m.mu.Unlock()
+	if w != nil {
+		w.wake()
+	}
+}
+
+// housekeeping removes pods the runtime holds but the agent does not know
+// (deleted while the agent was down, or left by a crash).
+func (m *Manager) housekeeping(ctx context.Context) {
+	m.backoff.GC()
+	m.puller.backoff.GC()
+	refs, err := runtime.ListPodRefs(ctx, m.cfg.Runtime)
+	if err != nil {
+		m.log.Warn("housekeeping: list runtime pods", "err", err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.seeded {
+		return
+	}
+	for uid, ref := range refs {
+		if _, known := m.workers[uid]; known {
+			continue
+		}
+		m.log.Info("removing pod unknown to the agent", "pod", ref.Namespace+"/"+ref.Name, "podUID", uid)
+		orphan := &v1.Pod{}
+		orphan.UID, orphan.Name, orphan.Namespace = uid, ref.Name, ref.Namespace
+		w := m.startWorkerLocked(ctx, orphan)
+		w.terminate()
+	}
+}
+
+// Pods returns the desired pods with their latest status, sorted by
+// namespace and name.
+func (m *Manager) Pods() []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(m.desired))
+	for uid, p := range m.desired {
+		cp := p.DeepCopy()
+		if w := m.workers[uid]; w != nil {
+			if st := w.Status(); st != nil {
+				cp.Status = *st.DeepCopy()
+			}
+		}
+		out = append(out, cp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,261 @@
+package podworker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// Plan is what one sync must do to move a pod toward its spec. It is
+// computed without side effects by ComputePodActions and run by the
+// executor.
+type Plan struct {
+	// KillPod stops every container and the sandbox first: the sandbox is
+	// gone or changed, or the pod has nothing left to run.
+	KillPod bool
+	// CreateSandbox makes a new sandbox with attempt number Attempt.
+	CreateSandbox bool
+	Attempt       uint32
+	// SandboxID is the ready sandbox containers start in (when not creating).
+	SandboxID string
+	// InitToStart is the index of the init container to start next, or -1.
+	InitToStart int
+	// ContainersToStart are indexes into spec.containers.
+	ContainersToStart []int
+	// ContainersToKill maps a running container's ID to why it must stop.
+	ContainersToKill map[string]KillReason
+	// BackingOff maps a container name to the back-off it is waiting out.
+	BackingOff map[string]time.Duration
+	// InitFailed is set when an init container failed under restartPolicy Never.
+	InitFailed bool
+}
+
+// KillReason says which container is stopped and why.
+type KillReason struct {
+	Name    string
+	Message string
+}
+
+// BackoffChecker answers whether a restart keyed by id, for a container
+// that finished at eventTime, must still wait, and for how long it waits.
+type BackoffChecker interface {
+	IsInBackOffSince(id string, eventTime time.Time) bool
+	Get(id string) time.Duration
+}
+
+func (p Plan) String() string {
+	var parts []string
+	if p.KillPod {
+		parts = append(parts, "killPod")
+	}
+	if p.CreateSandbox {
+		parts = append(parts, fmt.Sprintf("createSandbox(attempt=%d)", p.Attempt))
+	}
+	if p.InitFailed {
+		parts = append(parts, "initFailed")
+	}
+	if p.InitToStart >= 0 {
+		parts = append(parts, fmt.Sprintf("startInit=%d", p.InitToStart))
+	}
+	if len(p.ContainersToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("start=%v", p.ContainersToStart))
+	}
+	var kills []string
+	for id, k := range p.ContainersToKill {
+		kills = append(kills, fmt.Sprintf("%s(%.12s): %s", k.Name, id, k.Message))
+	}
+	sort.Strings(kills)
+	if len(kills) > 0 {
+		parts = append(parts, "kill="+strings.Join(kills, ";"))
+	}
+	var bo []string
+	for name, d := range p.BackingOff {
+		bo = append(bo, fmt.Sprintf("%s:%s", name, d))
+	}
+	sort.Strings(bo)
+	if len(bo) > 0 {
+		parts = append(parts, "backingOff="+strings.Join(bo, ","))
+	}
+	if len(parts) == 0 {
+		return "nothing to do"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Empty reports whether the plan changes nothing.
+func (p Plan) Empty() bool {
+	return !p.KillPod && !p.CreateSandbox && p.InitToStart < 0 && len(p.ContainersToStart) == 0 && len(p.ContainersToKill) == 0
+}
+
+// ComputePodActions decides what a sync must do, from the pod's spec, the
+// runtime's view of it and the restart back-off. It is pure.
+func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker) Plan {
+	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}}
+	create, attempt, sandboxID := sandboxChanged(st)
+	if create {
+		return planNewSandbox(pod, st, attempt, p)
+	}
+	p.SandboxID = sandboxID
+
+	if !initDone(pod, st) {
+		return planInit(pod, st, bo, p)
+	}
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := st.Latest(c.Name)
+		if cs == nil || cs.State != criv1.ContainerState_CONTAINER_RUNNING {
+			if cs != nil && cs.State == criv1.ContainerState_CONTAINER_UNKNOWN {
+				p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: "Container is in unknown state, try killing it before removal"}
+			}
+			if !shouldStart(pod.Spec.RestartPolicy, cs) {
+				continue
+			}
+			if d, waiting := inBackoff(pod, c, cs, bo); waiting {
+				p.BackingOff[c.Name] = d
+				continue
+			}
+			p.ContainersToStart = append(p.ContainersToStart, i)
+			continue
+		}
+		if cs.Hash != runtime.HashContainer(c) {
+			p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
+			p.ContainersToStart = append(p.ContainersToStart, i)
+			continue
+		}
+		keep++
+	}
+	if keep == 0 && len(p.ContainersToStart) == 0 && len(p.BackingOff) == 0 {
+		p.KillPod = true // every container is done and none restarts
+	}
+	return p
+}
+
+// sandboxChanged reports whether a new sandbox is needed (none, not ready,
+// or several ready), the attempt number it gets, and the usable sandbox.
+func sandboxChanged(st *runtime.PodStatus) (bool, uint32, string) {
+	if len(st.Sandboxes) == 0 {
+		return true, 0, ""
+	}
+	ready := 0
+	for _, sb := range st.Sandboxes {
+		if sb.State == criv1.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	newest := st.Sandboxes[0]
+	if ready > 1 || newest.State != criv1.PodSandboxState_SANDBOX_READY {
+		return true, newest.Attempt + 1, newest.ID
+	}
+	if !newest.HostNet && len(newest.IPs) == 0 {
+		return true, newest.Attempt + 1, newest.ID // network lost
+	}
+	return false, newest.Attempt, newest.ID
+}
+
+// planNewSandbox restarts the pod from scratch in a new sandbox, unless its
+// restart policy says it has run for good.
+func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, attempt uint32, p Plan) Plan {
+	p.KillPod = true
+	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.Containers) != 0 {
+		return p
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		p.CreateSandbox, p.Attempt, p.InitToStart = true, attempt, 0
+		return p
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st.Latest(c.Name)) {
+			continue
+		}
+		p.ContainersToStart = append(p.ContainersToStart, i)
+	}
+	if len(p.ContainersToStart) > 0 {
+		p.CreateSandbox, p.Attempt = true, attempt
+	}
+	return p
+}
+
+// initDone reports whether every init container has succeeded. A pod whose
+// app containers have run has finished its init phase, even if the init
+// containers' records were garbage-collected since.
+func initDone(pod *v1.Pod, st *runtime.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		if st.Latest(pod.Spec.Containers[i].Name) != nil {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if !succeeded(st.Latest(pod.Spec.InitContainers[i].Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// planInit advances the init containers strictly in order.
+func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, p Plan) Plan {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := st.Latest(c.Name)
+		switch {
+		case succeeded(cs):
+			continue
+		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_RUNNING:
+			return p // wait for it to finish
+		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			p.InitFailed, p.KillPod = true, true
+			return p
+		}
+		if d, waiting := inBackoff(pod, c, cs, bo); waiting {
+			p.BackingOff[c.Name] = d
+			return p
+		}
+		p.InitToStart = i
+		return p
+	}
+	return p
+}
+
+func succeeded(cs *runtime.ContainerStatus) bool {
+	return cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && cs.ExitCode == 0
+}
+
+// shouldStart applies the restart policy to a container that is not running.
+func shouldStart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {
+	if cs == nil || cs.State != criv1.ContainerState_CONTAINER_EXITED {
+		return true // never ran (or never got past creation)
+	}
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return cs.ExitCode != 0
+	}
+	return true
+}
+
+// inBackoff reports whether restarting an exited container must wait.
+func inBackoff(pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus, bo BackoffChecker) (time.Duration, bool) {
+	if cs == nil || cs.State != criv1.ContainerState_CONTAINER_EXITED || bo == nil {
+		return 0, false
+	}
+	key := backoffKey(pod, c)
+	if bo.IsInBackOffSince(key, cs.FinishedAt) {
+		return bo.Get(key), true
+	}
+	return 0, false
+}
+
+// backoffKey includes the spec hash so that a changed container starts
+// with a fresh back-off, as in the kubelet.
+func backoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, runtime.HashContainer(c))
+}

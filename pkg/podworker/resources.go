@@ -1,0 +1,107 @@
+package podworker
+
+import (
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The kubelet's CPU conversion constants (cgroup v1 cpu.shares / cfs quota).
+const (
+	minShares    = 2
+	sharesPerCPU = 1024
+	milliPerCPU  = 1000
+	quotaPeriod  = 100000 // 100 ms in µs
+	minQuota     = 1000
+)
+
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minShares
+	}
+	shares := milli * sharesPerCPU / milliPerCPU
+	if shares < minShares {
+		return minShares
+	}
+	return shares
+}
+
+func milliCPUToQuota(milli int64) int64 {
+	if milli == 0 {
+		return 0
+	}
+	q := milli * quotaPeriod / milliPerCPU
+	if q < minQuota {
+		return minQuota
+	}
+	return q
+}
+
+func containerResources(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerResources {
+	r := &criv1.LinuxContainerResources{
+		CpuShares:   milliCPUToShares(c.Resources.Requests.Cpu().MilliValue()),
+		OomScoreAdj: oomScoreAdj(pod, c),
+	}
+	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = milliCPUToQuota(lim.MilliValue())
+	}
+	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = lim.Value()
+	}
+	return r
+}
+
+// oomScoreAdj follows the kubelet's QoS policy. The runtime clamps it when
+// the host refuses negative values (restrict_oom_score_adj).
+func oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
+	switch qosClass(pod) {
+	case v1.PodQOSGuaranteed:
+		return -997
+	case v1.PodQOSBestEffort:
+		return 1000
+	}
+	// Burstable: scale with the share of node memory requested; without
+	// the node's capacity at hand, use the kubelet's upper bound.
+	return 999
+}
+
+// qosClass classifies a pod as the API does.
+func qosClass(pod *v1.Pod) v1.PodQOSClass {
+	requests, limits := v1.ResourceList{}, v1.ResourceList{}
+	guaranteed := true
+	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for name, q := range c.Resources.Requests {
+			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
+				continue
+			}
+			requests[name] = q
+		}
+		seen := 0
+		for name, q := range c.Resources.Limits {
+			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
+				continue
+			}
+			seen++
+			limits[name] = q
+		}
+		if seen < 2 {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return v1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for _, c := range all {
+			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				req, hasReq := c.Resources.Requests[name]
+				if hasReq && req.Cmp(c.Resources.Limits[name]) != 0 {
+					return v1.PodQOSBurstable
+				}
+			}
+		}
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}

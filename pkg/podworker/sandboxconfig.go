@@ -1,0 +1,270 @@
+package podworker
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// DNSSettings are the node's DNS facts the kubelet combines with a pod's
+// dnsPolicy.
+type DNSSettings struct {
+	ResolvConf    string   // host resolv.conf, "" for none
+	ClusterDNS    []string // cluster DNS servers; empty: ClusterFirst falls back to Default
+	ClusterDomain string
+}
+
+// Limits from the kubelet (and glibc).
+const (
+	maxDNSNameservers = 3
+	maxDNSSearches    = 32
+	maxHostnameLen    = 63
+)
+
+type sandboxInputs struct {
+	Attempt    uint32
+	LogDir     string
+	CgroupRoot string // "" disables per-pod cgroup parents
+	DNS        *criv1.DNSConfig
+}
+
+func buildSandboxConfig(pod *v1.Pod, in sandboxInputs) *criv1.PodSandboxConfig {
+	cfg := &criv1.PodSandboxConfig{
+		Metadata: &criv1.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: in.Attempt,
+		},
+		LogDirectory: in.LogDir,
+		DnsConfig:    in.DNS,
+		PortMappings: portMappings(pod),
+		Labels:       runtime.SandboxLabels(pod),
+		Annotations:  runtime.SandboxAnnotations(pod),
+		Linux: &criv1.LinuxPodSandboxConfig{
+			SecurityContext: sandboxSecurity(pod),
+			Sysctls:         sysctls(pod),
+		},
+	}
+	if !pod.Spec.HostNetwork {
+		cfg.Hostname = podHostname(pod)
+	}
+	if in.CgroupRoot != "" {
+		cfg.Linux.CgroupParent = podCgroupParent(in.CgroupRoot, pod)
+	}
+	return cfg
+}
+
+// podHostname is spec.hostname, else the pod name, cut to a DNS label.
+func podHostname(pod *v1.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > maxHostnameLen {
+		h = strings.TrimRight(h[:maxHostnameLen], "-.")
+	}
+	return h
+}
+
+// podCgroupParent mirrors the kubelet's cgroupfs layout:
+// <root>/kubepods[/burstable|/besteffort]/pod<uid>.
+func podCgroupParent(root string, pod *v1.Pod) string {
+	base := strings.TrimRight(root, "/") + "/kubepods"
+	switch qosClass(pod) {
+	case v1.PodQOSBurstable:
+		base += "/burstable"
+	case v1.PodQOSBestEffort:
+		base += "/besteffort"
+	}
+	return base + "/pod" + string(pod.UID)
+}
+
+func portMappings(pod *v1.Pod) []*criv1.PortMapping {
+	var out []*criv1.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			out = append(out, &criv1.PortMapping{
+				Protocol:      protocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+func protocol(p v1.Protocol) criv1.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return criv1.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return criv1.Protocol_SCTP
+	}
+	return criv1.Protocol_TCP
+}
+
+func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
+	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &criv1.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &criv1.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = psc.SupplementalGroups
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	return sc
+}
+
+func sysctls(pod *v1.Pod) map[string]string {
+	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[s.Name] = s.Value
+	}
+	return out
+}
+
+// dnsConfig computes the sandbox's resolv.conf content from the pod's
+// dnsPolicy and dnsConfig, as the kubelet's dns configurer does.
+func dnsConfig(pod *v1.Pod, s DNSSettings) (*criv1.DNSConfig, error) {
+	policy := effectiveDNSPolicy(pod, s)
+	cfg := &criv1.DNSConfig{}
+	switch policy {
+	case v1.DNSDefault:
+		host, err := parseResolvConf(s.ResolvConf)
+		if err != nil {
+			return nil, err
+		}
+		cfg = host
+	case v1.DNSClusterFirst:
+		host, err := parseResolvConf(s.ResolvConf)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Servers = append([]string{}, s.ClusterDNS...)
+		cfg.Searches = append(clusterSearches(pod.Namespace, s.ClusterDomain), host.Searches...)
+		cfg.Options = []string{"ndots:5"}
+	case v1.DNSNone:
+	}
+	if dc := pod.Spec.DNSConfig; dc != nil {
+		cfg.Servers = appendUnique(cfg.Servers, dc.Nameservers...)
+		cfg.Searches = appendUnique(cfg.Searches, dc.Searches...)
+		cfg.Options = mergeDNSOptions(cfg.Options, dc.Options)
+	}
+	if len(cfg.Servers) > maxDNSNameservers {
+		cfg.Servers = cfg.Servers[:maxDNSNameservers]
+	}
+	if len(cfg.Searches) > maxDNSSearches {
+		cfg.Searches = cfg.Searches[:maxDNSSearches]
+	}
+	return cfg, nil
+}
+
+// effectiveDNSPolicy resolves the kubelet's fallbacks: host-network pods
+// use the host's DNS unless ClusterFirstWithHostNet, and ClusterFirst
+// without a cluster DNS server falls back to Default.
+func effectiveDNSPolicy(pod *v1.Pod, s DNSSettings) v1.DNSPolicy {
+	p := pod.Spec.DNSPolicy
+	switch {
+	case p == v1.DNSClusterFirstWithHostNet:
+		p = v1.DNSClusterFirst
+	case p == v1.DNSClusterFirst && pod.Spec.HostNetwork:
+		p = v1.DNSDefault
+	case p == "":
+		p = v1.DNSClusterFirst
+	}
+	if p == v1.DNSClusterFirst && len(s.ClusterDNS) == 0 {
+		p = v1.DNSDefault
+	}
+	return p
+}
+
+func clusterSearches(ns, domain string) []string {
+	if domain == "" {
+		return nil
+	}
+	return []string{ns + ".svc." + domain, "svc." + domain, domain}
+}
+
+func appendUnique(list []string, more ...string) []string {
+	seen := map[string]bool{}
+	for _, s := range list {
+		seen[s] = true
+	}
+	for _, s := range more {
+		if !seen[s] {
+			list = append(list, s)
+			seen[s] = true
+		}
+	}
+	return list
+}
+
+// mergeDNSOptions lets the pod's options override same-named ones.
+func mergeDNSOptions(base []string, extra []v1.PodDNSConfigOption) []string {
+	idx := map[string]int{}
+	out := append([]string{}, base...)
+	for i, o := range out {
+		name, _, _ := strings.Cut(o, ":")
+		idx[name] = i
+	}
+	for _, o := range extra {
+		s := o.Name
+		if o.Value != nil {
+			s += ":" + *o.Value
+		}
+		if i, ok := idx[o.Name]; ok {
+			out[i] = s
+			continue
+		}
+		idx[o.Name] = len(out)
+		out = append(out, s)
+	}
+	return out
+}
+
+// parseResolvConf reads nameserver, search/domain and options lines.
+func parseResolvConf(path string) (*criv1.DNSConfig, error) {
+	cfg := &criv1.DNSConfig{}
+	if path == "" {
+		return cfg, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read resolv.conf: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") || strings.HasPrefix(fields[0], ";") {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, fields[1])
+		case "search", "domain":
+			cfg.Searches = fields[1:]
+		case "options":
+			cfg.Options = append(cfg.Options, fields[1:]...)
+		}
+	}
+	return cfg, sc.Err()
+}

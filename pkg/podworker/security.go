@@ -1,0 +1,141 @@
+package podworker
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The kubelet's default masked and read-only /proc and /sys paths for
+// unprivileged containers.
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// effectiveSecurity merges the pod-level settings under the container's.
+type effectiveSecurity struct {
+	RunAsUser    *int64
+	RunAsGroup   *int64
+	RunAsNonRoot bool
+}
+
+func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
+	var e effectiveSecurity
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		e.RunAsUser, e.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
+		e.RunAsNonRoot = psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			e.RunAsUser = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			e.RunAsGroup = sc.RunAsGroup
+		}
+		if sc.RunAsNonRoot != nil {
+			e.RunAsNonRoot = *sc.RunAsNonRoot
+		}
+	}
+	return e
+}
+
+func namespaceOptions(pod *v1.Pod) *criv1.NamespaceOption {
+	ns := &criv1.NamespaceOption{
+		Network: criv1.NamespaceMode_POD,
+		Pid:     criv1.NamespaceMode_CONTAINER,
+		Ipc:     criv1.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = criv1.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = criv1.NamespaceMode_NODE
+	}
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = criv1.NamespaceMode_POD
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = criv1.NamespaceMode_NODE
+	}
+	return ns
+}
+
+func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecurityContext {
+	e := effective(pod, c)
+	sc := c.SecurityContext
+	out := &criv1.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if e.RunAsUser != nil {
+		out.RunAsUser = &criv1.Int64Value{Value: *e.RunAsUser}
+	}
+	if e.RunAsGroup != nil {
+		out.RunAsGroup = &criv1.Int64Value{Value: *e.RunAsGroup}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		out.SupplementalGroups = psc.SupplementalGroups
+		if psc.FSGroup != nil {
+			out.SupplementalGroups = append(out.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	privileged := sc != nil && sc.Privileged != nil && *sc.Privileged
+	out.Privileged = privileged
+	if sc != nil {
+		if sc.Capabilities != nil {
+			out.Capabilities = &criv1.Capability{
+				AddCapabilities:  capNames(sc.Capabilities.Add),
+				DropCapabilities: capNames(sc.Capabilities.Drop),
+			}
+		}
+		out.ReadonlyRootfs = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+		out.NoNewPrivs = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	}
+	if !privileged && (sc == nil || sc.ProcMount == nil || *sc.ProcMount != v1.UnmaskedProcMount) {
+		out.MaskedPaths = defaultMaskedPaths
+		out.ReadonlyPaths = defaultReadonlyPaths
+	}
+	return out
+}
+
+func capNames(caps []v1.Capability) []string {
+	out := make([]string, len(caps))
+	for i, c := range caps {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// verifyRunAsNonRoot applies runAsNonRoot the way the kubelet does: the
+// explicit UID, else the image's user, must be provably non-zero.
+func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error {
+	e := effective(pod, c)
+	if !e.RunAsNonRoot {
+		return nil
+	}
+	podRef := pod.Namespace + "/" + pod.Name
+	if e.RunAsUser != nil {
+		if *e.RunAsUser == 0 {
+			return &configError{fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef, c.Name)}
+		}
+		return nil
+	}
+	if image.GetUid() != nil {
+		if image.GetUid().GetValue() == 0 {
+			return &configError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
+		}
+		return nil
+	}
+	user := image.GetUsername()
+	if user == "" {
+		return &configError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
+	}
+	if _, err := strconv.ParseInt(user, 10, 64); err != nil {
+		return &configError{fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, podRef, c.Name)}
+	}
+	return nil
+}

@@ -1,0 +1,297 @@
+package podworker
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// Waiting is why a container is not running, recorded by the executor
+// (ErrImagePull, CrashLoopBackOff, CreateContainerConfigError...).
+type Waiting struct {
+	Reason  string
+	Message string
+}
+
+// StatusInput is everything the pod's API status is generated from.
+type StatusInput struct {
+	Pod       *v1.Pod
+	Runtime   *runtime.PodStatus
+	Old       *v1.PodStatus      // previous status, for transition times
+	Waiting   map[string]Waiting // container name -> recorded reason
+	HostIP    string
+	StartTime time.Time
+	Now       time.Time
+	// Terminal is set once the pod has finished for good (all containers
+	// done and none will restart); its phase no longer moves.
+	Terminal bool
+	// TermMessage reads a finished container's termination message.
+	TermMessage func(c *v1.Container, cs *runtime.ContainerStatus) string
+}
+
+// GenerateStatus computes the pod's API status the way the kubelet does.
+func GenerateStatus(in StatusInput) v1.PodStatus {
+	pod := in.Pod
+	s := v1.PodStatus{
+		HostIP:   in.HostIP,
+		QOSClass: qosClass(pod),
+	}
+	if in.HostIP != "" {
+		s.HostIPs = []v1.HostIP{{IP: in.HostIP}}
+	}
+	if !in.StartTime.IsZero() {
+		t := metav1.NewTime(in.StartTime)
+		s.StartTime = &t
+	}
+	if sb := latestSandbox(in.Runtime); sb != nil {
+		ips := sb.IPs
+		if sb.HostNet && in.HostIP != "" {
+			ips = []string{in.HostIP}
+		}
+		if len(ips) > 0 {
+			s.PodIP = ips[0]
+			for _, ip := range ips {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+			}
+		}
+	}
+	initPending := !initDone(pod, in.Runtime)
+	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, false)
+	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, initPending)
+	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	if in.Old != nil && isTerminal(in.Old.Phase) {
+		s.Phase = in.Old.Phase // a terminal pod never comes back
+	}
+	s.Conditions = conditions(in, s)
+	return s
+}
+
+func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+func latestSandbox(st *runtime.PodStatus) *runtime.SandboxStatus {
+	if st == nil || len(st.Sandboxes) == 0 {
+		return nil
+	}
+	return st.Sandboxes[0]
+}
+
+func containerStatuses(in StatusInput, specs []v1.Container, initPending bool) []v1.ContainerStatus {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for i := range specs {
+		out = append(out, containerStatus(in, &specs[i], initPending))
+	}
+	return out
+}
+
+func containerStatus(in StatusInput, c *v1.Container, initPending bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	rt := in.Runtime.Latest(c.Name)
+	if rt != nil {
+		cs.State = runtimeState(in, c, rt)
+		cs.RestartCount = int32(rt.RestartCount)
+		cs.ContainerID = "containerd://" + rt.ID
+		cs.ImageID = rt.ImageRef
+		if prev := in.Runtime.Previous(c.Name); prev != nil && prev.State == criv1.ContainerState_CONTAINER_EXITED {
+			cs.LastTerminationState = runtimeState(in, c, prev)
+		}
+	}
+	running := rt != nil && rt.State == criv1.ContainerState_CONTAINER_RUNNING
+	w, recorded := in.Waiting[c.Name]
+	switch {
+	case running:
+	case recorded && !in.Terminal:
+		// A finished container about to restart shows Waiting, its exit in lastState.
+		if rt != nil && rt.State == criv1.ContainerState_CONTAINER_EXITED {
+			cs.LastTerminationState = cs.State
+		}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+	case rt == nil && initPending:
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	case rt == nil:
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}
+	started := running
+	cs.Started = &started
+	// Without a readiness probe (issue: probes) a running container is ready.
+	cs.Ready = running && !in.Terminal
+	return cs
+}
+
+func runtimeState(in StatusInput, c *v1.Container, rt *runtime.ContainerStatus) v1.ContainerState {
+	switch rt.State {
+	case criv1.ContainerState_CONTAINER_RUNNING:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(rt.StartedAt)}}
+	case criv1.ContainerState_CONTAINER_CREATED:
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	case criv1.ContainerState_CONTAINER_EXITED:
+		t := &v1.ContainerStateTerminated{
+			ExitCode:    rt.ExitCode,
+			Reason:      rt.Reason,
+			Message:     rt.Message,
+			StartedAt:   metav1.NewTime(rt.StartedAt),
+			FinishedAt:  metav1.NewTime(rt.FinishedAt),
+			ContainerID: "containerd://" + rt.ID,
+		}
+		if t.Reason == "" {
+			t.Reason = "Error"
+			if t.ExitCode == 0 {
+				t.Reason = "Completed"
+			}
+		}
+		if in.TermMessage != nil {
+			if msg := in.TermMessage(c, rt); msg != "" {
+				t.Message = msg
+			}
+		}
+		return v1.ContainerState{Terminated: t}
+	}
+	return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode: 137, Reason: "ContainerStatusUnknown",
+		Message: "The container could not be located when the pod was terminated",
+	}}
+}
+
+// podPhase follows the kubelet's getPhase.
+func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase {
+	pendingInit, failedInit := 0, 0
+	for _, s := range initStatuses {
+		switch {
+		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
+		case s.State.Terminated != nil:
+			failedInit++
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
+			if s.LastTerminationState.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	var running, waiting, stopped, succeededN int
+	for _, s := range statuses {
+		switch {
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeededN++
+			}
+		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
+			stopped++
+			if s.LastTerminationState.Terminated.ExitCode == 0 {
+				succeededN++
+			}
+		default:
+			waiting++
+		}
+	}
+	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0 || failedInit > 0:
+		return v1.PodPending
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
+			return v1.PodRunning
+		}
+		if stopped == succeededN {
+			return v1.PodSucceeded
+		}
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {
+	completed := s.Phase == v1.PodSucceeded
+	sandboxReady := in.Runtime.ActiveSandbox() != nil
+	var notInit, notReady []string
+	for _, cs := range s.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			notInit = append(notInit, cs.Name)
+		}
+	}
+	if initDone(in.Pod, in.Runtime) {
+		notInit = nil
+	}
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			notReady = append(notReady, cs.Name)
+		}
+	}
+	conds := []v1.PodCondition{
+		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
+		initCondition(notInit, completed),
+		readyCondition(v1.PodReady, notReady, completed),
+		readyCondition(v1.ContainersReady, notReady, completed),
+		cond(v1.PodScheduled, true, "", ""),
+	}
+	keepTransitionTimes(conds, in.Old, in.Now)
+	return conds
+}
+
+func cond(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+	st := v1.ConditionFalse
+	if ok {
+		st = v1.ConditionTrue
+	}
+	return v1.PodCondition{Type: t, Status: st, Reason: reason, Message: msg}
+}
+
+func initCondition(notInit []string, completed bool) v1.PodCondition {
+	if completed {
+		return cond(v1.PodInitialized, true, "PodCompleted", "")
+	}
+	if len(notInit) > 0 {
+		return cond(v1.PodInitialized, false, "ContainersNotInitialized",
+			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " ")))
+	}
+	return cond(v1.PodInitialized, true, "", "")
+}
+
+func readyCondition(t v1.PodConditionType, notReady []string, completed bool) v1.PodCondition {
+	if completed {
+		return cond(t, false, "PodCompleted", "")
+	}
+	if len(notReady) > 0 {
+		return cond(t, false, "ContainersNotReady",
+			fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " ")))
+	}
+	return cond(t, true, "", "")
+}
+
+// keepTransitionTimes carries lastTransitionTime over from the previous
+// status while a condition's status is unchanged.
+func keepTransitionTimes(conds []v1.PodCondition, old *v1.PodStatus, now time.Time) {
+	prev := map[v1.PodConditionType]v1.PodCondition{}
+	if old != nil {
+		for _, c := range old.Conditions {
+			prev[c.Type] = c
+		}
+	}
+	for i := range conds {
+		if p, ok := prev[conds[i].Type]; ok && p.Status == conds[i].Status {
+			conds[i].LastTransitionTime = p.LastTransitionTime
+			continue
+		}
+		conds[i].LastTransitionTime = metav1.NewTime(now)
+	}
+}

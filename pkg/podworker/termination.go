@@ -1,0 +1,80 @@
+package podworker
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// The kubelet's limits on termination messages.
+const (
+	maxTerminationMessage = 4096
+	fallbackLogLines      = 80
+	fallbackLogBytes      = 2048
+)
+
+// readTerminationMessage returns what the container wrote to its
+// terminationMessagePath, or with FallbackToLogsOnError and a failed,
+// silent container, the tail of its log.
+func readTerminationMessage(c *v1.Container, cs *runtime.ContainerStatus) string {
+	for _, m := range cs.Mounts {
+		if m.ContainerPath != cs.TerminationMessagePath || cs.TerminationMessagePath == "" {
+			continue
+		}
+		if msg := readCapped(m.HostPath, maxTerminationMessage); msg != "" {
+			return msg
+		}
+	}
+	if cs.TerminationMessagePolicy == string(v1.TerminationMessageFallbackToLogsOnError) && cs.ExitCode != 0 && cs.LogPath != "" {
+		return logTail(cs.LogPath, fallbackLogLines, fallbackLogBytes)
+	}
+	return ""
+}
+
+func readCapped(path string, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return string(b)
+}
+
+// logTail extracts the last lines of a CRI-format log
+// ("<time> <stream> <P|F> <text>"), joining partial lines.
+func logTail(path string, lines, maxBytes int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out []string
+	var partial []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		fields := bytes.SplitN(line, []byte(" "), 4)
+		if len(fields) < 4 {
+			continue
+		}
+		partial = append(partial, fields[3]...)
+		if string(fields[2]) == "P" {
+			continue
+		}
+		out = append(out, string(partial))
+		partial = nil
+	}
+	if len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	s := ""
+	for _, l := range out {
+		s += l + "\n"
+	}
+	if len(s) > maxBytes {
+		s = s[len(s)-maxBytes:]
+	}
+	return s
+}

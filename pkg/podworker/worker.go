@@ -1,0 +1,331 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// State is where a pod is in its life on this node.
+type State int
+
+const (
+	// Syncing: the pod should run; each sync moves it toward its spec.
+	Syncing State = iota
+	// Terminating: the pod left the node's pod set; its containers are
+	// being stopped.
+	Terminating
+	// Terminated: nothing of the pod runs any more.
+	Terminated
+)
+
+func (s State) String() string {
+	return [...]string{"Syncing", "Terminating", "Terminated"}[s]
+}
+
+// worker is the only goroutine that acts on one pod. Updates coalesce:
+// the worker always syncs the latest spec it was given.
+type worker struct {
+	m      *Manager
+	uid    types.UID
+	log    *slog.Logger
+	notify chan struct{}
+
+	mu        sync.Mutex
+	pod       *v1.Pod
+	state     State
+	status    *v1.PodStatus
+	waiting   map[string]Waiting
+	terminal  bool // finished for good (Succeeded/Failed)
+	startTime time.Time
+	synced    chan struct{} // closed after the first sync
+}
+
+func newWorker(m *Manager, pod *v1.Pod) *worker {
+	return &worker{
+		m:       m,
+		uid:     pod.UID,
+		log:     m.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
+		notify:  make(chan struct{}, 1),
+		pod:     pod,
+		waiting: map[string]Waiting{},
+		synced:  make(chan struct{}),
+	}
+}
+
+// wake asks for a sync without blocking; pending wake-ups coalesce.
+func (w *worker) wake() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) update(pod *v1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	w.mu.Unlock()
+	w.wake()
+}
+
+// terminate moves the worker to Terminating; it stops the pod and exits.
+func (w *worker) terminate() {
+	w.mu.Lock()
+	if w.state == Syncing {
+		w.state = Terminating
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *worker) snapshot() (*v1.Pod, State) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.state
+}
+
+func (w *worker) setWaiting(name string, wt Waiting) {
+	w.mu.Lock()
+	w.waiting[name] = wt
+	w.mu.Unlock()
+}
+
+func (w *worker) clearWaiting(name string) {
+	w.mu.Lock()
+	delete(w.waiting, name)
+	w.mu.Unlock()
+}
+
+// Status returns the latest generated status, or nil before the first sync.
+func (w *worker) Status() *v1.PodStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.status
+}
+
+func (w *worker) run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return // agent shutdown: leave the pod running
+		case <-w.notify:
+		case <-timer.C:
+		}
+		pod, state := w.snapshot()
+		if state != Syncing {
+			w.stopAndClean(ctx, pod)
+			return
+		}
+		next := w.sync(ctx, pod)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// sync runs one pass and returns when the next one is due at the latest.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
+	defer w.markSynced()
+	ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	if err != nil {
+		w.log.Error("read pod status from runtime", "err", err)
+		return w.m.cfg.RetryPeriod
+	}
+	w.mu.Lock()
+	if w.startTime.IsZero() {
+		w.startTime = w.m.now()
+	}
+	terminal := w.terminal
+	w.mu.Unlock()
+	if !terminal {
+		plan := ComputePodActions(pod, st, w.m.backoff)
+		if !plan.Empty() {
+			w.log.Info("sync", "plan", plan.String())
+			w.execute(ctx, pod, st, plan)
+			if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
+				w.log.Error("read pod status from runtime", "err", err)
+				return w.m.cfg.RetryPeriod
+			}
+		}
+	}
+	status := w.generateStatus(pod, st)
+	if isTerminal(status.Phase) && !terminal {
+		w.finish(ctx, pod, st)
+	}
+	w.collectGarbage(ctx, st)
+	return w.nextSync(pod, st)
+}
+
+func (w *worker) markSynced() {
+	select {
+	case <-w.synced:
+	default:
+		close(w.synced)
+	}
+}
+
+func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	waiting := make(map[string]Waiting, len(w.waiting))
+	for k, v := range w.waiting {
+		waiting[k] = v
+	}
+	status := GenerateStatus(StatusInput{
+		Pod: pod, Runtime: st, Old: w.status, Waiting: waiting,
+		HostIP: w.m.cfg.NodeIP, StartTime: w.startTime, Now: w.m.now(),
+		Terminal: w.terminal, TermMessage: readTerminationMessage,
+	})
+	w.status = &status
+	return status
+}
+
+// finish records that the pod completed for good and makes sure its
+// sandbox is stopped; the containers stay for their logs.
+func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus) {
+	w.mu.Lock()
+	w.terminal = true
+	w.mu.Unlock()
+	w.log.Info("pod finished", "phase", w.Status().Phase)
+	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
+		w.log.Error("stop finished pod", "err", err)
+	}
+}
+
+// nextSync is the periodic resync, or sooner when a back-off ends.
+func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
+	next := w.m.cfg.ResyncPeriod
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, wt := range w.waiting {
+		var d time.Duration
+		switch wt.Reason {
+		case "CrashLoopBackOff":
+			c := findContainer(pod, name)
+			cs := st.Latest(name)
+			if c == nil || cs == nil {
+				continue
+			}
+			d = time.Until(cs.FinishedAt.Add(w.m.backoff.Get(backoffKey(pod, c))))
+		case ReasonErrImagePull, ReasonImagePullBackOff:
+			if c := findContainer(pod, name); c != nil {
+				d = w.m.puller.backoff.Get(c.Image)
+			}
+		default:
+			d = w.m.cfg.RetryPeriod
+		}
+		if d < 100*time.Millisecond {
+			d = 100 * time.Millisecond
+		}
+		if d < next {
+			next = d
+		}
+	}
+	return next
+}
+
+// stopAndClean stops a pod that left the node, then removes its runtime
+// objects, logs and files.
+func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
+	ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	defer w.m.forget(ctx, w)
+	for attempt := 0; ; attempt++ {
+		err := w.stopAndCleanOnce(ctx, pod, ref)
+		if err == nil {
+			break
+		}
+		w.log.Error("terminate pod", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w.m.cfg.RetryPeriod):
+		}
+	}
+	w.mu.Lock()
+	w.state = Terminated
+	w.mu.Unlock()
+	w.log.Info("pod terminated and cleaned up")
+}
+
+func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) error {
+	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	if err != nil {
+		return err
+	}
+	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range st.Containers {
+		if err := w.removeContainer(ctx, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, sb := range st.Sandboxes {
+		if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	logDir := runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
+	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))
+}
+
+func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus) error {
+	if err := w.m.cfg.Runtime.RemoveContainer(ctx, c.ID); err != nil && !runtime.IsNotFound(err) {
+		return err
+	}
+	if c.LogPath != "" {
+		os.Remove(c.LogPath)
+	}
+	for _, m := range c.Mounts {
+		if c.TerminationMessagePath != "" && m.ContainerPath == c.TerminationMessagePath {
+			os.Remove(m.HostPath)
+		}
+	}
+	return nil
+}
+
+// collectGarbage keeps only the newest container of each name (so that
+// `logs --previous` has something to read) and the newest sandbox.
+func (w *worker) collectGarbage(ctx context.Context, st *runtime.PodStatus) {
+	seen := map[string]bool{}
+	inUse := map[string]bool{}
+	for _, c := range st.Containers {
+		if !seen[c.Name] || c.State == criv1.ContainerState_CONTAINER_RUNNING {
+			seen[c.Name] = true
+			inUse[c.SandboxID] = true
+			continue
+		}
+		if err := w.removeContainer(ctx, c); err != nil {
+			w.log.Warn("garbage-collect container", "container", c.Name, "err", err)
+			inUse[c.SandboxID] = true
+		}
+	}
+	for i, sb := range st.Sandboxes {
+		if i == 0 || sb.State == criv1.PodSandboxState_SANDBOX_READY || inUse[sb.ID] {
+			continue
+		}
+		if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+			w.log.Warn("garbage-collect sandbox", "sandboxID", sb.ID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The kubelet's label and annotation keys. crictl, log collectors and a
+// restarted agent read pods back from these, so they must not change.
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+	LabelContainerType = "io.kubernetes.container.type" // not upstream; absent on upstream pods
+
+	AnnotationContainerHash              = "io.kubernetes.container.hash"
+	AnnotationRestartCount               = "io.kubernetes.container.restartCount"
+	AnnotationTerminationMessagePath     = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy   = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationContainerPorts             = "io.kubernetes.container.ports"
+	AnnotationPodTerminationGracePeriod  = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationPodDeletionGracePeriod     = "io.kubernetes.pod.deletionGracePeriod"
+	AnnotationContainerPreStopHandler    = "io.kubernetes.container.preStopHandler"
+	AnnotationContainerGracePeriodBackup = "io.kubernetes.container.terminationGracePeriod"
+)
+
+// ContainerType tells init containers from regular ones after a restart.
+type ContainerType string
+
+const (
+	ContainerTypeInit    ContainerType = "init"
+	ContainerTypeRegular ContainerType = "app"
+)
+
+// SandboxLabels are the pod's labels plus the kubelet's identity labels.
+func SandboxLabels(pod *v1.Pod) map[string]string {
+	labels := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	labels[LabelPodName] = pod.Name
+	labels[LabelPodNamespace] = pod.Namespace
+	labels[LabelPodUID] = string(pod.UID)
+	return labels
+}
+
+// SandboxAnnotations are the pod's annotations, as the kubelet passes them.
+func SandboxAnnotations(pod *v1.Pod) map[string]string {
+	a := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		a[k] = v
+	}
+	return a
+}
+
+// ContainerLabels identify a container's pod and name.
+func ContainerLabels(pod *v1.Pod, c *v1.Container, t ContainerType) map[string]string {
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: c.Name,
+		LabelContainerType: string(t),
+	}
+}
+
+// ContainerAnnotations carry what the agent must recover after a restart:
+// the spec hash (to detect changes), the restart count and termination
+// settings.
+func ContainerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {
+	a := map[string]string{
+		AnnotationContainerHash:            HashContainer(c),
+		AnnotationRestartCount:             strconv.Itoa(restartCount),
+		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		a[AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		a[AnnotationPodTerminationGracePeriod] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if b, err := json.Marshal(c.Lifecycle.PreStop); err == nil {
+			a[AnnotationContainerPreStopHandler] = string(b)
+		}
+	}
+	if len(c.Ports) > 0 {
+		if b, err := json.Marshal(c.Ports); err == nil {
+			a[AnnotationContainerPorts] = string(b)
+		}
+	}
+	return a
+}
+
+// HashContainer hashes the container spec so that a changed spec restarts
+// only that container. Like the kubelet, fnv-32a over the JSON, in hex.
+func HashContainer(c *v1.Container) string {
+	b, _ := json.Marshal(c) // v1.Container always marshals
+	h := fnv.New32a()
+	h.Write(b)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// PodRef identifies the pod a sandbox or container belongs to.
+type PodRef struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+}
+
+// PodRefFromLabels reads the kubelet labels back; ok is false for objects
+// not created by a kubelet-compatible agent.
+func PodRefFromLabels(labels map[string]string) (PodRef, bool) {
+	uid := labels[LabelPodUID]
+	if uid == "" {
+		return PodRef{}, false
+	}
+	return PodRef{UID: types.UID(uid), Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}, true
+}
+
+func annotationInt(a map[string]string, key string) int {
+	n, err := strconv.Atoi(a[key])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// PodLogsDir is the kubelet's per-pod log directory:
+// <root>/<namespace>_<name>_<uid>.
+func PodLogsDir(root, namespace, name string, uid types.UID) string {
+	return fmt.Sprintf("%s/%s_%s_%s", root, namespace, name, uid)
+}
+
+// ContainerLogPath is the log path relative to the pod's log directory:
+// <container>/<restartCount>.log.
+func ContainerLogPath(container string, restartCount int) string {
+	return fmt.Sprintf("%s/%d.log", container, restartCount)
+}

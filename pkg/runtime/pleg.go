@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PLEG is the pod lifecycle event generator: it relists sandboxes and
+// containers every period and reports the pods whose runtime state changed
+// (a container started, exited, appeared or vanished; a sandbox changed).
+type PLEG struct {
+	rt     Runtime
+	period time.Duration
+	log    *slog.Logger
+	last   map[string]entry
+	// Relisted, when set, observes each relist's duration (metrics, benchmarks).
+	Relisted func(time.Duration, error)
+}
+
+type entry struct {
+	uid   types.UID
+	state int32
+}
+
+// NewPLEG returns a PLEG relisting every period (the kubelet uses 1 s).
+func NewPLEG(rt Runtime, period time.Duration, log *slog.Logger) *PLEG {
+	return &PLEG{rt: rt, period: period, log: log, last: map[string]entry{}}
+}
+
+// Run relists until ctx ends, sending the UID of each changed pod on out.
+func (p *PLEG) Run(ctx context.Context, out chan<- types.UID) {
+	t := time.NewTicker(p.period)
+	defer t.Stop()
+	for {
+		changed, err := p.Relist(ctx)
+		if err != nil {
+			p.log.Warn("PLEG relist failed", "err", err)
+		}
+		for _, uid := range changed {
+			select {
+			case out <- uid:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Relist lists the runtime once and returns the pods whose objects changed
+// since the previous relist.
+func (p *PLEG) Relist(ctx context.Context) ([]types.UID, error) {
+	start := time.Now()
+	cur, err := p.list(ctx)
+	if p.Relisted != nil {
+		p.Relisted(time.Since(start), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	changed := map[types.UID]bool{}
+	for id, e := range cur {
+		if old, ok := p.last[id]; !ok || old.state != e.state {
+			changed[e.uid] = true
+		}
+	}
+	for id, e := range p.last {
+		if _, ok := cur[id]; !ok {
+			changed[e.uid] = true
+		}
+	}
+	p.last = cur
+	out := make([]types.UID, 0, len(changed))
+	for uid := range changed {
+		out = append(out, uid)
+	}
+	return out, nil
+}
+
+func (p *PLEG) list(ctx context.Context) (map[string]entry, error) {
+	sandboxes, err := p.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	containers, err := p.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	cur := make(map[string]entry, len(sandboxes)+len(containers))
+	for _, sb := range sandboxes {
+		if ref, ok := PodRefFromLabels(sb.Labels); ok {
+			cur[sb.Id] = entry{uid: ref.UID, state: int32(sb.State)}
+		}
+	}
+	for _, c := range containers {
+		if ref, ok := PodRefFromLabels(c.Labels); ok {
+			// Distinguish container from sandbox states in the same map.
+			cur[c.Id] = entry{uid: ref.UID, state: 100 + int32(c.State)}
+		}
+	}
+	return cur, nil
+}
