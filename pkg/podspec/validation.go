@@ -198,11 +198,6 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	allErrs = append(allErrs, validateEnum(spec.DNSPolicy, supportedDNSPolicies, fldPath.Child("dnsPolicy"))...)
 	allErrs = append(allErrs, metav1validation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	allErrs = append(allErrs, validatePodSecurity(spec, fldPath)...)
-	for i, ref := range spec.ImagePullSecrets {
-		if !reflect.DeepEqual(ref, v1.LocalObjectReference{Name: ref.Name}) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("imagePullSecrets").Index(i), ref, "only name may be set"))
-		}
-	}
 	allErrs = append(allErrs, validateDNSConfig(spec.DNSConfig, spec.DNSPolicy, fldPath.Child("dnsConfig"))...)
 	for i, g := range spec.ReadinessGates {
 		allErrs = append(allErrs, qualifiedName(string(g.ConditionType), fldPath.Child("readinessGates").Index(i).Child("conditionType"))...)
@@ -219,10 +214,11 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	for _, f := range []struct{ name, value string }{
 		{"serviceAccountName", spec.ServiceAccountName}, {"nodeName", spec.NodeName}, {"priorityClassName", spec.PriorityClassName},
 	} {
+		if f.value == "" {
+			continue
+		}
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(f.value, false) {
-			if f.value != "" {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, msg))
-			}
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(f.name), f.value, msg))
 		}
 	}
 	if ads := spec.ActiveDeadlineSeconds; ads != nil && (*ads < 1 || *ads > math.MaxInt32) {

@@ -90,7 +90,8 @@ func (p Plan) String() string {
 
 // Empty reports whether the plan changes nothing.
 func (p Plan) Empty() bool {
-	return !p.KillPod && !p.CreateSandbox && p.InitToStart < 0 && len(p.ContainersToStart) == 0 && len(p.ContainersToKill) == 0
+	return !p.KillPod && !p.CreateSandbox && p.InitToStart < 0 && len(p.ContainersToStart) == 0 &&
+		len(p.ContainersToKill) == 0 && len(p.BackingOff) == 0
 }
 
 // ComputePodActions decides what a sync must do, from the pod's spec, the

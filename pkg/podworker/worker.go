@@ -304,14 +304,15 @@ func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus
 	return nil
 }
 
-// collectGarbage keeps only the newest container of each name (so that
-// `logs --previous` has something to read) and the newest sandbox.
+// collectGarbage keeps, besides running containers, the newest dead
+// container of each name (the kubelet's MaxPerPodContainer=1, so that
+// `logs --previous` has something to read), and the newest sandbox.
 func (w *worker) collectGarbage(ctx context.Context, st *runtime.PodStatus) {
-	seen := map[string]bool{}
+	keptDead := map[string]bool{}
 	inUse := map[string]bool{}
 	for _, c := range st.Containers {
-		if !seen[c.Name] || c.State == criv1.ContainerState_CONTAINER_RUNNING {
-			seen[c.Name] = true
+		if c.State == criv1.ContainerState_CONTAINER_RUNNING || !keptDead[c.Name] {
+			keptDead[c.Name] = keptDead[c.Name] || c.State != criv1.ContainerState_CONTAINER_RUNNING
 			inUse[c.SandboxID] = true
 			continue
 		}

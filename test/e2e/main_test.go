@@ -1,0 +1,145 @@
+// Package e2e runs the agent on the real containerd, runc and CNI plugins
+// (the dedicated "test" containerd instance) and checks what a user sees:
+// pod status through the read-only API, containers through the CRI, logs
+// on disk.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/test/framework"
+)
+
+var (
+	agentBin string
+	cri      *nart.Client
+	reg      *framework.Registry
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Println("e2e: skipped, needs root (containerd, runc, CNI)")
+		return 0
+	}
+	stop, err := framework.StartContainerd()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	dir, err := os.MkdirTemp("", "nodeagent-e2e-bin")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if agentBin, err = framework.BuildAgent(dir); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if cri, err = framework.DialCRI(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer cri.Close()
+	if reg, err = framework.StartRegistry(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer reg.Close()
+	return m.Run()
+}
+
+// newAgent starts an agent for one test. Cleanup removes every manifest,
+// waits for the agent to stop and remove the pods, stops the agent and
+// removes whatever pod the test left in the runtime.
+func newAgent(t *testing.T) *framework.Agent {
+	t.Helper()
+	a, err := framework.NewAgent(agentBin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(a.ManifestDir)
+		for _, e := range entries {
+			os.Remove(a.ManifestDir + "/" + e.Name())
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for time.Now().Before(deadline) {
+			pods, err := a.Pods()
+			if err != nil || len(pods) == 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		waitRuntimeEmpty(t, 90*time.Second)
+		if err := a.Stop(); err != nil {
+			t.Errorf("stop agent: %v", err)
+		}
+		sweepRuntime(t)
+		if t.Failed() {
+			t.Logf("agent log:\n%s", a.Logs())
+		}
+	})
+	return a
+}
+
+// waitRuntimeEmpty waits until the agent has removed every sandbox.
+func waitRuntimeEmpty(t *testing.T, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		sbs, err := cri.ListPodSandbox(context.Background(), nil)
+		if err == nil && len(sbs) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("runtime still holds sandboxes %s after the pods were removed", timeout)
+}
+
+// sweepRuntime removes sandboxes left behind (the test instance belongs to
+// the tests alone), so a failed test does not disturb the next.
+func sweepRuntime(t *testing.T) {
+	ctx := context.Background()
+	sbs, err := cri.ListPodSandbox(ctx, nil)
+	if err != nil {
+		t.Errorf("sweep: %v", err)
+		return
+	}
+	for _, sb := range sbs {
+		_ = cri.StopPodSandbox(ctx, sb.Id)
+		if err := cri.RemovePodSandbox(ctx, sb.Id); err != nil {
+			t.Errorf("sweep sandbox %s: %v", sb.Id, err)
+		}
+	}
+}
+
+// containersOf lists the runtime's containers of a pod.
+func containersOf(t *testing.T, uid string) []*criv1.Container {
+	t.Helper()
+	cs, err := cri.ListContainers(context.Background(), &criv1.ContainerFilter{
+		LabelSelector: map[string]string{nart.LabelPodUID: uid},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}

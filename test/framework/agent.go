@@ -1,0 +1,250 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Agent is one nodeagent process with its own directories.
+type Agent struct {
+	Bin         string
+	Dir         string // everything of this agent lives below
+	ManifestDir string
+	RootDir     string
+	LogsDir     string // the agent's podLogsDir
+	NodeName    string
+	Port        int // read-only port
+	ExtraArgs   []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan error
+}
+
+// NewAgent prepares an agent under dir; Start runs it.
+func NewAgent(bin, dir string) (*Agent, error) {
+	a := &Agent{
+		Bin:         bin,
+		Dir:         dir,
+		ManifestDir: filepath.Join(dir, "manifests"),
+		RootDir:     filepath.Join(dir, "root"),
+		LogsDir:     filepath.Join(dir, "pods-logs"),
+		NodeName:    "e2e-node",
+		logs:        &syncBuffer{},
+	}
+	for _, d := range []string{a.ManifestDir, a.RootDir, a.LogsDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	a.Port = port
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+containerRuntimeEndpoint: unix://%s
+readOnlyPort: %d
+healthzPort: 0
+podLogsDir: %s
+cgroupRoot: /nodeagent-e2e
+fileCheckFrequency: 20s
+syncFrequency: 10s
+`, a.ManifestDir, TestSocket, a.Port, a.LogsDir)
+	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start runs the agent and waits until its read-only API answers.
+func (a *Agent) Start() error {
+	a.mu.Lock()
+	args := append([]string{"agent", "--config", filepath.Join(a.Dir, "config.yaml"),
+		"--root-dir", a.RootDir, "--hostname-override", a.NodeName}, a.ExtraArgs...)
+	cmd := exec.Command(a.Bin, args...)
+	cmd.Stdout, cmd.Stderr = a.logs, a.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		a.mu.Unlock()
+		return fmt.Errorf("start agent: %w", err)
+	}
+	a.cmd = cmd
+	done := make(chan error, 1)
+	a.done = done
+	go func() { done <- cmd.Wait() }()
+	a.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := a.Pods(); err == nil {
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("agent exited at start: %v\n%s", err, a.Logs())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("agent API did not answer\n%s", a.Logs())
+}
+
+// Stop sends SIGTERM and waits for the agent to exit.
+func (a *Agent) Stop() error {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.cmd = nil
+	a.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("agent exit: %w", err)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("agent did not stop on SIGTERM")
+	}
+}
+
+// Logs returns everything the agent logged so far.
+func (a *Agent) Logs() string { return a.logs.String() }
+
+// WriteManifest writes a manifest file atomically (write, then rename), as
+// tools that drop manifests should.
+func (a *Agent) WriteManifest(name, content string) error {
+	tmp := filepath.Join(a.Dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(a.ManifestDir, name))
+}
+
+// RemoveManifest deletes a manifest file.
+func (a *Agent) RemoveManifest(name string) error {
+	return os.Remove(filepath.Join(a.ManifestDir, name))
+}
+
+// Pods reads the agent's /pods.
+func (a *Agent) Pods() ([]v1.Pod, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(a.Port)+"/pods", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /pods: %s", resp.Status)
+	}
+	var list v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decode /pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// Pod returns the static pod with the given manifest name (the agent adds
+// the node name suffix), or nil.
+func (a *Agent) Pod(name string) (*v1.Pod, error) {
+	pods, err := a.Pods()
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name+"-"+a.NodeName {
+			return &pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// WaitPod polls until cond holds for the named pod, returning it. It fails
+// after timeout with the last status seen.
+func (a *Agent) WaitPod(name string, timeout time.Duration, cond func(*v1.Pod) bool) (*v1.Pod, error) {
+	deadline := time.Now().Add(timeout)
+	var last *v1.Pod
+	for {
+		p, err := a.Pod(name)
+		if err == nil && p != nil {
+			last = p
+			if cond(p) {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(last, "", "  ")
+			return last, fmt.Errorf("pod %s: condition not met within %s; last seen:\n%s", name, timeout, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitGone polls until the agent no longer lists the pod.
+func (a *Agent) WaitGone(name string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p, err := a.Pod(name); err == nil && p == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("pod %s still listed after %s", name, timeout)
+}
+
+// WaitLog polls until the agent's log contains s.
+func (a *Agent) WaitLog(s string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if strings.Contains(a.Logs(), s) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("agent log lacks %q after %s", s, timeout)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,65 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// TestSocket is the CRI socket of the "test" containerd instance.
+const TestSocket = "/run/nodeagent-test/containerd.sock"
+
+// BusyboxImage is the busybox image hack/setup.sh imports into every
+// instance.
+const BusyboxImage = "localhost/nodeagent/busybox:1"
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// StartContainerd makes sure the test instance runs (starting it if its
+// socket does not answer) and returns a stop function that stops it only
+// if this call started it.
+func StartContainerd() (stop func() error, err error) {
+	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
+	wasRunning := exec.Command("bash", script, "status", "test").Run() == nil
+	out, err := exec.Command("bash", script, "start", "test").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("start test containerd: %v\n%s", err, out)
+	}
+	if wasRunning {
+		return func() error { return nil }, nil
+	}
+	return func() error {
+		out, err := exec.Command("bash", script, "stop", "test").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("stop test containerd: %v\n%s", err, out)
+		}
+		return nil
+	}, nil
+}
+
+// DialCRI connects to the test instance.
+func DialCRI() (*nart.Client, error) {
+	return nart.Dial(context.Background(), "unix://"+TestSocket, 2*time.Minute)
+}
+
+// BuildAgent compiles cmd/nodeagent into dir and returns the binary's path.
+func BuildAgent(dir string) (string, error) {
+	bin := filepath.Join(dir, "nodeagent")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/nodeagent")
+	cmd.Dir = RepoRoot()
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build nodeagent: %v\n%s", err, out)
+	}
+	return bin, nil
+}

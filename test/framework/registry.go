@@ -1,0 +1,75 @@
+package framework
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/nodeagent/nodeagent/internal/imagebuild"
+)
+
+// Registry is an in-process OCI registry on 127.0.0.1, which containerd
+// pulls from over plain HTTP. Repositories under "private/" require basic
+// auth with User and Password.
+type Registry struct {
+	Host     string // 127.0.0.1:port
+	User     string
+	Password string
+	srv      *httptest.Server
+}
+
+// StartRegistry serves an empty registry.
+func StartRegistry() (*Registry, error) {
+	r := &Registry{User: "e2e", Password: "s3cret"}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/v2/private/") {
+			u, p, ok := req.BasicAuth()
+			if !ok || u != r.User || p != r.Password {
+				w.Header().Set("WWW-Authenticate", `Basic realm="e2e"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		inner.ServeHTTP(w, req)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+	r.srv.Start()
+	r.Host = l.Addr().String()
+	return r, nil
+}
+
+// Close stops the registry.
+func (r *Registry) Close() { r.srv.Close() }
+
+// PushBusybox pushes the busybox test image as <host>/<repo>:<tag> and
+// returns that reference.
+func (r *Registry) PushBusybox(repo, tag string) (string, error) {
+	img, err := imagebuild.Busybox()
+	if err != nil {
+		return "", err
+	}
+	ref := fmt.Sprintf("%s/%s:%s", r.Host, repo, tag)
+	parsed, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return "", err
+	}
+	auth := remote.WithAuth(&authn.Basic{Username: r.User, Password: r.Password})
+	if err := remote.Write(parsed, img, auth); err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	return ref, nil
+}
