@@ -349,13 +349,11 @@ func TestManagerRestartsCrashedContainer(t *testing.T) {
 	// Second crash: the restart is backing off.
 	h.exitContainer(t, attempt(1), 2)
 	h.events <- pod.UID
-	t.Skip("BUG: plan.go:93 Plan.Empty() ignores BackingOff, so worker.go:465 never executes a back-off-only " +
-		"plan and the CrashLoopBackOff waiting reason is never recorded (status stays Terminated)")
 	eventually(t, "CrashLoopBackOff", func() (bool, string) {
 		p := h.pod(pod.UID)
 		cs := p.Status.ContainerStatuses[0]
 		return cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
-			cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 2,
+				cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 2,
 			fmt.Sprintf("%+v", cs)
 	})
 }
@@ -435,9 +433,6 @@ func TestCollectGarbageKeepsLastDeadContainer(t *testing.T) {
 		}
 	}
 	if !has(lastDead) {
-		t.Skip("BUG: worker.go:620 collectGarbage keeps only the newest container per name, so a restarted " +
-			"container's previous (dead) instance is removed at once: lastState disappears from the status on the " +
-			"next sync and its log (kubectl logs --previous) is deleted; upstream container GC keeps " +
-			"MaxPerPodContainer=1 dead container per name")
+		t.Errorf("the newest dead container %s must be kept (MaxPerPodContainer=1): %v", c1, cs)
 	}
 }

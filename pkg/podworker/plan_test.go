@@ -473,10 +473,7 @@ func TestPlanEmpty(t *testing.T) {
 		{"start init 0", Plan{InitToStart: 0}, false, ""},
 		{"start container", Plan{InitToStart: -1, ContainersToStart: []int{1}}, false, ""},
 		{"kill container", Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{"x": {}}}, false, ""},
-		{"only backing off", Plan{InitToStart: -1, BackingOff: map[string]time.Duration{"c": time.Second}}, false,
-			"BUG: plan.go:93 Empty() ignores BackingOff, so worker.sync (worker.go:465) skips execute and the " +
-				"CrashLoopBackOff waiting reason is never recorded; the container shows Terminated and its restart " +
-				"waits for the next resync instead of the back-off expiry (upstream reports CrashLoopBackOff)"},
+		{"only backing off: execute must record CrashLoopBackOff", Plan{InitToStart: -1, BackingOff: map[string]time.Duration{"c": time.Second}}, false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -242,3 +242,7 @@ func (c *Client) PullImage(ctx context.Context, image *criv1.ImageSpec, auth *cr
 	}
 	return resp.ImageRef, nil
 }
+
+// ImageServiceClient exposes the raw image service for tools and tests
+// that need calls the agent does not make (RemoveImage).
+func (c *Client) ImageServiceClient() criv1.ImageServiceClient { return c.img }
