@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
@@ -55,7 +56,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	rt, err := connectRuntime(ctx, cfg, log)
+	rt, version, err := connectRuntime(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	mgr, err := podworker.New(podworker.Config{
 		Runtime:      rt,
 		Images:       rt,
+		RuntimeName:  version.RuntimeName,
 		NodeName:     nodeName,
 		NodeIP:       nodeIP,
 		RootDir:      o.Flags.RootDir,
@@ -146,10 +148,10 @@ func wrapServe(what string, err error) error {
 
 // connectRuntime dials the CRI endpoint and waits until it answers, so a
 // runtime that starts after the agent is picked up.
-func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logger) (*runtime.Client, error) {
+func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logger) (*runtime.Client, *criv1.VersionResponse, error) {
 	rt, err := runtime.Dial(ctx, cfg.ContainerRuntimeEndpoint, cfg.RuntimeRequestTimeout.Duration)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for delay := time.Second; ; delay = min(2*delay, 30*time.Second) {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -158,13 +160,13 @@ func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logg
 		if err == nil {
 			log.Info("connected to container runtime", "endpoint", cfg.ContainerRuntimeEndpoint,
 				"runtime", v.RuntimeName, "version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
-			return rt, nil
+			return rt, v, nil
 		}
 		log.Error("container runtime not answering; retrying", "endpoint", cfg.ContainerRuntimeEndpoint, "err", err, "retryIn", delay)
 		select {
 		case <-ctx.Done():
 			rt.Close()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(delay):
 		}
 	}

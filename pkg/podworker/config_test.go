@@ -246,8 +246,7 @@ func TestMilliCPUToShares(t *testing.T) {
 		skip        string
 	}{
 		{0, 2, ""}, {1, 2, ""}, {10, 10, ""}, {100, 102, ""}, {1000, 1024, ""}, {2500, 2560, ""},
-		{300000, 262144, "BUG: resources.go:305 milliCPUToShares has no upper clamp; upstream cm.MilliCPUToShares " +
-			"caps at MaxShares=262144 (more is rejected as a cgroup v2 cpu.weight)"},
+		{300000, 262144, ""},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.milli), func(t *testing.T) {
@@ -406,9 +405,6 @@ func TestContainerSecurity(t *testing.T) {
 }
 
 func TestContainerSecurityDoesNotAliasPodGroups(t *testing.T) {
-	t.Skip("BUG: security.go:476-478 appends fsGroup to pod.Spec.SecurityContext.SupplementalGroups in place; " +
-		"with spare capacity (usual for decoded slices) it writes into the pod's backing array, a data race " +
-		"when execute starts containers concurrently (execute.go:70)")
 	groups := make([]int64, 1, 4)
 	groups[0] = 10
 	pod := &v1.Pod{Spec: v1.PodSpec{
@@ -427,7 +423,7 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 		rootMsg   = "container has runAsNonRoot and image will run as root (pod: %q, container: %s)"
 		nonNumMsg = "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)"
 	)
-	ourRef := "ns1/dapi" // the agent's pod reference in these messages
+	ourRef := "dapi_ns1(uid-9)" // upstream format.Pod: name_namespace(uid)
 	cases := []struct {
 		name  string
 		pod   *v1.PodSecurityContext
@@ -475,8 +471,6 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 		})
 	}
 	t.Run("pod reference format", func(t *testing.T) {
-		t.Skip("BUG: security.go:515 names the pod \"ns/name\"; upstream verifyRunAsNonRoot uses " +
-			"format.Pod(pod) = \"name_namespace(uid)\" in these CreateContainerConfigError messages")
 		pod := envPod()
 		c := &v1.Container{Name: "c", SecurityContext: &v1.SecurityContext{RunAsNonRoot: ptrTo(true), RunAsUser: ptrTo(int64(0))}}
 		if err := verifyRunAsNonRoot(pod, c, nil); err == nil || err.Error() != fmt.Sprintf(userMsg, "dapi_ns1(uid-9)", "c") {

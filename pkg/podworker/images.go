@@ -141,7 +141,7 @@ func defaultKeyringPaths(rootDir string) []string {
 func registryHost(key string) string {
 	key = strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
 	host, _, _ := strings.Cut(key, "/")
-	if host == "index.docker.io" {
+	if host == "index.docker.io" || host == "docker.io" {
 		return name.DefaultRegistry
 	}
 	return host

@@ -67,9 +67,6 @@ func TestKeyringLookup(t *testing.T) {
 }
 
 func TestKeyringDockerIOKey(t *testing.T) {
-	t.Skip("BUG: images.go:414 registryHost maps only \"index.docker.io\" to the default registry; a \"docker.io\" " +
-		"key (as podman/skopeo auth.json files write) never matches Docker Hub images, whereas the kubelet's " +
-		"keyring matches it against the normalised docker.io/library/... name")
 	path := writeDockerConfig(t, t.TempDir(), `{"auths": {"docker.io": {"username": "u", "password": "p"}}}`)
 	k, err := loadKeyring(path)
 	if err != nil {

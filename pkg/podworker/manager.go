@@ -21,6 +21,7 @@ type Config struct {
 	Runtime        runtime.Runtime
 	Images         runtime.Images
 	RuntimeHandler string
+	RuntimeName    string // from the CRI Version call: prefixes container IDs
 	NodeName       string
 	NodeIP         string
 	RootDir        string // per-pod files live in <RootDir>/pods/<uid>

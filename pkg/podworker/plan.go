@@ -167,20 +167,23 @@ func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, attempt uint32, p Plan) 
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.Containers) != 0 {
 		return p
 	}
-	if len(pod.Spec.InitContainers) > 0 {
-		p.CreateSandbox, p.Attempt, p.InitToStart = true, attempt, 0
-		return p
-	}
+	var toStart []int
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st.Latest(c.Name)) {
 			continue
 		}
-		p.ContainersToStart = append(p.ContainersToStart, i)
+		toStart = append(toStart, i)
 	}
-	if len(p.ContainersToStart) > 0 {
-		p.CreateSandbox, p.Attempt = true, attempt
+	if len(toStart) == 0 && initDone(pod, st) {
+		return p // initialised and nothing left to run: only kill
 	}
+	p.CreateSandbox, p.Attempt = true, attempt
+	if len(pod.Spec.InitContainers) > 0 {
+		p.InitToStart = 0 // a new sandbox starts over from the first init container
+		return p
+	}
+	p.ContainersToStart = toStart
 	return p
 }
 

@@ -327,9 +327,7 @@ func TestComputePodActions(t *testing.T) {
 				addInit(s, "init2", criv1.ContainerState_CONTAINER_EXITED, 0)
 			},
 			want: planView{KillPod: true, InitToStart: -1},
-			skip: "BUG: plan.go:169 planNewSandbox starts init container 0 in a new sandbox even when no app container " +
-				"would start; upstream computePodActions returns KillPod without CreateSandbox when " +
-				"hasAnyRegularContainerCreated (a completed OnFailure Job pod is re-initialised after an agent restart)",
+			skip: "",
 		},
 		{
 			name:   "sandbox dead with init containers: restart from the first init container",

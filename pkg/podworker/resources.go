@@ -8,6 +8,7 @@ import (
 // The kubelet's CPU conversion constants (cgroup v1 cpu.shares / cfs quota).
 const (
 	minShares    = 2
+	maxShares    = 262144
 	sharesPerCPU = 1024
 	milliPerCPU  = 1000
 	quotaPeriod  = 100000 // 100 ms in µs
@@ -19,10 +20,7 @@ func milliCPUToShares(milli int64) int64 {
 		return minShares
 	}
 	shares := milli * sharesPerCPU / milliPerCPU
-	if shares < minShares {
-		return minShares
-	}
-	return shares
+	return min(max(shares, minShares), maxShares)
 }
 
 func milliCPUToQuota(milli int64) int64 {

@@ -122,7 +122,7 @@ func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
 		}
 		sc.SupplementalGroups = psc.SupplementalGroups
 	}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			sc.Privileged = true
 		}
@@ -244,7 +244,8 @@ func mergeDNSOptions(base []string, extra []v1.PodDNSConfigOption) []string {
 func parseResolvConf(path string) (*criv1.DNSConfig, error) {
 	cfg := &criv1.DNSConfig{}
 	if path == "" {
-		return cfg, nil
+		// The kubelet's choice when resolvConf is disabled.
+		return &criv1.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {

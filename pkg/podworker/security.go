@@ -78,7 +78,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecuri
 		out.RunAsGroup = &criv1.Int64Value{Value: *e.RunAsGroup}
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		out.SupplementalGroups = psc.SupplementalGroups
+		out.SupplementalGroups = append([]int64(nil), psc.SupplementalGroups...)
 		if psc.FSGroup != nil {
 			out.SupplementalGroups = append(out.SupplementalGroups, *psc.FSGroup)
 		}
@@ -117,7 +117,7 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error 
 	if !e.RunAsNonRoot {
 		return nil
 	}
-	podRef := pod.Namespace + "/" + pod.Name
+	podRef := podDesc(pod)
 	if e.RunAsUser != nil {
 		if *e.RunAsUser == 0 {
 			return &configError{fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef, c.Name)}

@@ -21,13 +21,15 @@ type Waiting struct {
 
 // StatusInput is everything the pod's API status is generated from.
 type StatusInput struct {
-	Pod       *v1.Pod
-	Runtime   *runtime.PodStatus
-	Old       *v1.PodStatus      // previous status, for transition times
-	Waiting   map[string]Waiting // container name -> recorded reason
-	HostIP    string
-	StartTime time.Time
-	Now       time.Time
+	Pod     *v1.Pod
+	Runtime *runtime.PodStatus
+	Old     *v1.PodStatus      // previous status, for transition times
+	Waiting map[string]Waiting // container name -> recorded reason
+	HostIP  string
+	// RuntimeName prefixes container IDs ("containerd://<id>").
+	RuntimeName string
+	StartTime   time.Time
+	Now         time.Time
 	// Terminal is set once the pod has finished for good (all containers
 	// done and none will restart); its phase no longer moves.
 	Terminal bool
@@ -61,9 +63,13 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 			}
 		}
 	}
-	initPending := !initDone(pod, in.Runtime)
-	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, false)
-	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, initPending)
+	// The kubelet's default waiting reason for containers not created yet.
+	waitReason := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		waitReason = "PodInitializing"
+	}
+	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, waitReason, true)
+	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, waitReason, false)
 	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Old != nil && isTerminal(in.Old.Phase) {
 		s.Phase = in.Old.Phase // a terminal pod never comes back
@@ -81,24 +87,24 @@ func latestSandbox(st *runtime.PodStatus) *runtime.SandboxStatus {
 	return st.Sandboxes[0]
 }
 
-func containerStatuses(in StatusInput, specs []v1.Container, initPending bool) []v1.ContainerStatus {
+func containerStatuses(in StatusInput, specs []v1.Container, waitReason string, init bool) []v1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for i := range specs {
-		out = append(out, containerStatus(in, &specs[i], initPending))
+		out = append(out, containerStatus(in, &specs[i], waitReason, init))
 	}
 	return out
 }
 
-func containerStatus(in StatusInput, c *v1.Container, initPending bool) v1.ContainerStatus {
+func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	rt := in.Runtime.Latest(c.Name)
 	if rt != nil {
 		cs.State = runtimeState(in, c, rt)
 		cs.RestartCount = int32(rt.RestartCount)
-		cs.ContainerID = "containerd://" + rt.ID
+		cs.ContainerID = containerID(in, rt.ID)
 		cs.ImageID = rt.ImageRef
 		if prev := in.Runtime.Previous(c.Name); prev != nil && prev.State == criv1.ContainerState_CONTAINER_EXITED {
 			cs.LastTerminationState = runtimeState(in, c, prev)
@@ -114,16 +120,26 @@ func containerStatus(in StatusInput, c *v1.Container, initPending bool) v1.Conta
 			cs.LastTerminationState = cs.State
 		}
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
-	case rt == nil && initPending:
-		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}}
 	case rt == nil:
-		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}
 	}
 	started := running
 	cs.Started = &started
-	// Without a readiness probe (issue: probes) a running container is ready.
+	// Without a readiness probe (issue: probes) a running container is
+	// ready; an init container is ready once it has succeeded.
 	cs.Ready = running && !in.Terminal
+	if init {
+		cs.Ready = succeeded(rt)
+	}
 	return cs
+}
+
+func containerID(in StatusInput, id string) string {
+	name := in.RuntimeName
+	if name == "" {
+		name = "containerd"
+	}
+	return name + "://" + id
 }
 
 func runtimeState(in StatusInput, c *v1.Container, rt *runtime.ContainerStatus) v1.ContainerState {
@@ -139,7 +155,7 @@ func runtimeState(in StatusInput, c *v1.Container, rt *runtime.ContainerStatus) 
 			Message:     rt.Message,
 			StartedAt:   metav1.NewTime(rt.StartedAt),
 			FinishedAt:  metav1.NewTime(rt.FinishedAt),
-			ContainerID: "containerd://" + rt.ID,
+			ContainerID: containerID(in, rt.ID),
 		}
 		if t.Reason == "" {
 			t.Reason = "Error"
@@ -240,8 +256,8 @@ func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {
 	conds := []v1.PodCondition{
 		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 		initCondition(notInit, completed),
-		readyCondition(v1.PodReady, notReady, completed),
-		readyCondition(v1.ContainersReady, notReady, completed),
+		readyCondition(v1.PodReady, notReady, s.Phase),
+		readyCondition(v1.ContainersReady, notReady, s.Phase),
 		cond(v1.PodScheduled, true, "", ""),
 	}
 	keepTransitionTimes(conds, in.Old, in.Now)
@@ -267,9 +283,12 @@ func initCondition(notInit []string, completed bool) v1.PodCondition {
 	return cond(v1.PodInitialized, true, "", "")
 }
 
-func readyCondition(t v1.PodConditionType, notReady []string, completed bool) v1.PodCondition {
-	if completed {
+func readyCondition(t v1.PodConditionType, notReady []string, phase v1.PodPhase) v1.PodCondition {
+	switch phase {
+	case v1.PodSucceeded:
 		return cond(t, false, "PodCompleted", "")
+	case v1.PodFailed:
+		return cond(t, false, "PodFailed", "")
 	}
 	if len(notReady) > 0 {
 		return cond(t, false, "ContainersNotReady",

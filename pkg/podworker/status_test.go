@@ -200,8 +200,6 @@ func TestGenerateStatusContainerStatuses(t *testing.T) {
 }
 
 func TestGenerateStatusInitContainerReady(t *testing.T) {
-	t.Skip("BUG: status.go:386 sets Ready=running for init containers; upstream (prober_manager UpdatePodStatus) " +
-		"marks a regular init container Ready only once it terminated with exit code 0, never while running")
 	pod := statusPod()
 	pod.Spec.InitContainers = []v1.Container{{Name: "i1"}, {Name: "i2"}}
 	st := &runtime.PodStatus{Sandboxes: readySandbox("10.0.0.1"), Containers: []*runtime.ContainerStatus{
@@ -355,9 +353,7 @@ func TestGenerateStatusConditions(t *testing.T) {
 			containers: []*runtime.ContainerStatus{rtExited("a", "1", 0, ""), rtExited("b", "2", 1, "")},
 			want: []condView{{v1.PodReadyToStartContainers, T, "", ""}, {v1.PodInitialized, T, "", ""},
 				{v1.PodReady, F, "PodFailed", ""}, {v1.ContainersReady, F, "PodFailed", ""}, {v1.PodScheduled, T, "", ""}},
-			skip: "BUG: status.go:531 readyCondition gives a Failed pod reason ContainersNotReady with a message; " +
-				"upstream status/generate.go (generateContainersReadyConditionForTerminalPhase) sets Ready and " +
-				"ContainersReady to False with reason PodFailed and no message"},
+			skip: ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -189,7 +189,7 @@ func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus
 	}
 	status := GenerateStatus(StatusInput{
 		Pod: pod, Runtime: st, Old: w.status, Waiting: waiting,
-		HostIP: w.m.cfg.NodeIP, StartTime: w.startTime, Now: w.m.now(),
+		HostIP: w.m.cfg.NodeIP, RuntimeName: w.m.cfg.RuntimeName, StartTime: w.startTime, Now: w.m.now(),
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
 	})
 	w.status = &status

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// pollEvery is how often the watcher lists running containers.
+const pollEvery = 5 * time.Millisecond
+
+// runningWatch polls CRI ListContainers and remembers, per pod name label,
+// the first running container seen and when. It runs during the raw and
+// the agent phases alike, so both put the same load on containerd.
+type runningWatch struct {
+	cri  *nart.Client
+	mu   sync.Mutex
+	seen map[string]sighting // pod name -> first running container
+}
+
+type sighting struct {
+	containerID string
+	at          time.Time
+}
+
+func newRunningWatch(cri *nart.Client) *runningWatch {
+	return &runningWatch{cri: cri, seen: map[string]sighting{}}
+}
+
+func (w *runningWatch) loop(ctx context.Context) {
+	running := &criv1.ContainerFilter{State: &criv1.ContainerStateValue{State: criv1.ContainerState_CONTAINER_RUNNING}}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs, err := w.cri.ListContainers(ctx, running)
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		w.mu.Lock()
+		for _, c := range cs {
+			name := c.Labels[nart.LabelPodName]
+			if _, ok := w.seen[name]; !ok && name != "" {
+				w.seen[name] = sighting{c.Id, now}
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// wait returns the sightings of all named pods once each has a running
+// container.
+func (w *runningWatch) wait(ctx context.Context, names []string, timeout time.Duration) (map[string]sighting, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if got, ok := w.lookup(names); ok {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			got, _ := w.lookup(names)
+			return nil, fmt.Errorf("%d of %d pods running after %s: %w", len(got), len(names), timeout, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (w *runningWatch) lookup(names []string) (map[string]sighting, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := make(map[string]sighting, len(names))
+	for _, n := range names {
+		if s, ok := w.seen[n]; ok {
+			got[n] = s
+		}
+	}
+	return got, len(got) == len(names)
+}
+
+// startedAt is when the runtime started the container's process.
+func startedAt(ctx context.Context, cri *nart.Client, containerID string) (time.Time, error) {
+	st, err := cri.ContainerStatus(ctx, containerID, false)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ns := st.GetStatus().GetStartedAt()
+	if ns == 0 {
+		return time.Time{}, fmt.Errorf("container %s has no StartedAt", containerID)
+	}
+	return time.Unix(0, ns), nil
+}
