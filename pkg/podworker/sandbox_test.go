@@ -72,21 +72,17 @@ func TestSandboxPrivileged(t *testing.T) {
 		name string
 		spec func(*v1.PodSpec)
 		want bool
-		skip string
 	}{
-		{"unprivileged", func(*v1.PodSpec) {}, false, ""},
+		{"unprivileged", func(*v1.PodSpec) {}, false},
 		{"privileged app container", func(s *v1.PodSpec) {
 			s.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptrTo(true)}
-		}, true, ""},
+		}, true},
 		{"privileged init container", func(s *v1.PodSpec) {
 			s.InitContainers = []v1.Container{{Name: "sysctl", SecurityContext: &v1.SecurityContext{Privileged: ptrTo(true)}}}
-		}, true, ""},
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			pod := sandboxPod()
 			tc.spec(&pod.Spec)
 			if got := buildSandboxConfig(pod, sandboxInputs{}).Linux.SecurityContext.Privileged; got != tc.want {
@@ -168,7 +164,6 @@ func TestDNSConfig(t *testing.T) {
 		settings    DNSSettings
 		want        *criv1.DNSConfig
 		wantErr     bool
-		skip        string
 	}{
 		{name: "Default uses the host resolv.conf", policy: v1.DNSDefault, settings: cluster, want: host},
 		{name: "ClusterFirst", policy: v1.DNSClusterFirst, settings: cluster, want: clusterFirst},
@@ -195,14 +190,10 @@ func TestDNSConfig(t *testing.T) {
 		{name: "missing resolv.conf is an error", policy: v1.DNSDefault,
 			settings: DNSSettings{ResolvConf: filepath.Join(t.TempDir(), "nope")}, wantErr: true},
 		{name: "no resolv.conf: Default gets localhost and search \".\"", policy: v1.DNSDefault, settings: DNSSettings{},
-			want: &criv1.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}},
-			skip: ""},
+			want: &criv1.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			pod := sandboxPod()
 			pod.Spec.DNSPolicy, pod.Spec.HostNetwork, pod.Spec.DNSConfig = tc.policy, tc.hostNetwork, tc.podConfig
 			got, err := dnsConfig(pod, tc.settings)

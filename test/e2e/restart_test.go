@@ -82,3 +82,25 @@ func sandboxCount(t *testing.T, uid string) int {
 	}
 	return len(sbs)
 }
+
+// sandboxIDs lists a pod's sandboxes, newest first.
+func sandboxIDs(t *testing.T, uid string) []string {
+	t.Helper()
+	sbs, err := cri.ListPodSandbox(context.Background(), &criv1.PodSandboxFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": uid},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var newest int64
+	for _, sb := range sbs {
+		if sb.CreatedAt > newest {
+			ids = append([]string{sb.Id}, ids...)
+			newest = sb.CreatedAt
+		} else {
+			ids = append(ids, sb.Id)
+		}
+	}
+	return ids
+}

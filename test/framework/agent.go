@@ -248,3 +248,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// NewFreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func NewFreePort() (int, error) { return freePort() }
