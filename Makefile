@@ -12,7 +12,7 @@ GO ?= go
 BIN := _output/bin
 CRICTL_VERSION := v1.37.0
 
-.PHONY: run test test-unit test-e2e lint setup build crictl containerd-test-start containerd-test-stop
+.PHONY: run test test-unit test-e2e bench lint setup build crictl containerd-test-start containerd-test-stop
 
 run: setup build crictl
 	bash hack/run.sh
@@ -29,6 +29,9 @@ test-unit:
 # One package at a time: the end-to-end tests share the test containerd.
 test-e2e:
 	$(GO) test -p 1 -count=1 -timeout 40m ./test/...
+
+bench: setup
+	$(GO) run ./test/bench
 
 setup:
 	GO=$(GO) bash hack/setup.sh

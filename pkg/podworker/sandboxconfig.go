@@ -70,17 +70,8 @@ func podHostname(pod *v1.Pod) string {
 	return h
 }
 
-// podCgroupParent mirrors the kubelet's cgroupfs layout:
-// <root>/kubepods[/burstable|/besteffort]/pod<uid>.
 func podCgroupParent(root string, pod *v1.Pod) string {
-	base := strings.TrimRight(root, "/") + "/kubepods"
-	switch qosClass(pod) {
-	case v1.PodQOSBurstable:
-		base += "/burstable"
-	case v1.PodQOSBestEffort:
-		base += "/besteffort"
-	}
-	return base + "/pod" + string(pod.UID)
+	return podCgroupParentFor(root, qosClass(pod), pod.UID)
 }
 
 func portMappings(pod *v1.Pod) []*criv1.PortMapping {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -70,8 +71,14 @@ func (w *worker) wake() {
 	}
 }
 
+// update hands the worker a new spec. A pod that finished for good and
+// then changes is replaced, as the kubelet replaces a static pod whose
+// manifest changed: stopped, cleaned up and started afresh.
 func (w *worker) update(pod *v1.Pod) {
 	w.mu.Lock()
+	if w.terminal && w.state == Syncing && !apiequality.Semantic.DeepEqual(w.pod.Spec, pod.Spec) {
+		w.state = Terminating
+	}
 	w.pod = pod
 	w.mu.Unlock()
 	w.wake()
@@ -286,7 +293,7 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 		return errors.Join(errs...)
 	}
 	logDir := runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
-	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))
+	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()), removePodCgroups(w.m.cfg.CgroupRoot, pod.UID))
 }
 
 func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus) error {

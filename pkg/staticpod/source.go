@@ -22,9 +22,11 @@ const DefaultResyncPeriod = 20 * time.Second
 
 const (
 	// debounceDelay is how long the source waits after the last event of a
-	// burst; maxDebounce caps the wait from the first event of a burst.
-	debounceDelay = 100 * time.Millisecond
-	maxDebounce   = 500 * time.Millisecond
+	// burst; maxDebounce caps the wait from the first event of a burst. A
+	// write burst (editor, cp) lands within a few milliseconds; the delay
+	// is kept short because it adds to every pod's start.
+	debounceDelay = 10 * time.Millisecond
+	maxDebounce   = 200 * time.Millisecond
 	// dirPollInterval is how often a missing directory is looked for.
 	dirPollInterval = time.Second
 )

@@ -78,7 +78,7 @@ func run(ctx context.Context, o options) (err error) {
 	var cl cleanups
 	defer func() {
 		if ctx.Err() != nil {
-			fmt.Println("interrupted: cleaning up")
+			fmt.Println("interrupted: cleaning up ...")
 		}
 		cl.run()
 	}()
@@ -104,27 +104,36 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	cl.add("close CRI connection", func(context.Context) error { return cri.Close() })
-	cl.add("sweep the test instance", func(c context.Context) error { return sweepRuntime(c, cri) })
 	if err := requireEmptyRuntime(ctx, cri); err != nil {
 		return err
 	}
+	watch := newRunningWatch(cri)
+	cl.add("remove pod cgroups", watch.removePodCgroups)
+	cl.add("sweep the test instance", func(c context.Context) error { return sweepRuntime(c, cri, watch) })
+	go watch.loop(ctx)
 	if err := printHeader(ctx, cri, o); err != nil {
 		return err
 	}
 
-	watch := newRunningWatch(cri)
-	go watch.loop(ctx)
-
 	raw, err := measureRaw(ctx, &cl, cri, watch, base, o)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	ag, err := measureAgent(ctx, &cl, cri, watch, bin, base, o)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	printReport(raw, ag, o)
 	return nil
+}
+
+// interrupted replaces the errors a Ctrl-C causes in the middle of a
+// measurement by a plain statement.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return err
 }
 
 // requireEmptyRuntime refuses to run when the test instance holds pods:
@@ -171,13 +180,14 @@ func (c *cleanups) run() {
 
 // sweepRuntime removes every sandbox left on the test instance; it belongs
 // to the bench while the bench runs (see requireEmptyRuntime).
-func sweepRuntime(ctx context.Context, cri *nart.Client) error {
+func sweepRuntime(ctx context.Context, cri *nart.Client, watch *runningWatch) error {
 	sbs, err := cri.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, sb := range sbs {
+		watch.addUID(sb.GetMetadata().GetUid())
 		_ = cri.StopPodSandbox(ctx, sb.Id)
 		if err := cri.RemovePodSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, err)

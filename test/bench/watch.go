@@ -21,6 +21,7 @@ type runningWatch struct {
 	cri  *nart.Client
 	mu   sync.Mutex
 	seen map[string]sighting // pod name -> first running container
+	uids map[string]bool     // every pod UID seen, for cleaning up cgroups
 }
 
 type sighting struct {
@@ -29,7 +30,7 @@ type sighting struct {
 }
 
 func newRunningWatch(cri *nart.Client) *runningWatch {
-	return &runningWatch{cri: cri, seen: map[string]sighting{}}
+	return &runningWatch{cri: cri, seen: map[string]sighting{}, uids: map[string]bool{}}
 }
 
 func (w *runningWatch) loop(ctx context.Context) {
@@ -49,6 +50,7 @@ func (w *runningWatch) loop(ctx context.Context) {
 		now := time.Now()
 		w.mu.Lock()
 		for _, c := range cs {
+			w.uids[c.Labels[nart.LabelPodUID]] = true
 			name := c.Labels[nart.LabelPodName]
 			if _, ok := w.seen[name]; !ok && name != "" {
 				w.seen[name] = sighting{c.Id, now}
@@ -56,6 +58,31 @@ func (w *runningWatch) loop(ctx context.Context) {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// addUID remembers a pod UID seen elsewhere (a swept sandbox).
+func (w *runningWatch) addUID(uid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.uids[uid] = true
+}
+
+// removePodCgroups deletes the empty pod-level cgroup directories of every
+// pod seen during the run (the agent leaves them behind) and says how
+// many there were.
+func (w *runningWatch) removePodCgroups(context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for uid := range w.uids {
+		if uid != "" && removePodCgroups(uid) {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Printf("cleanup: removed the cgroup directories of %d pod(s) left under %s/kubepods/besteffort\n", n, cgroupRoot)
+	}
+	return nil
 }
 
 // wait returns the sightings of all named pods once each has a running

@@ -179,3 +179,55 @@ spec:
 		t.Errorf("Initialized should be False: %+v", p.Status.Conditions)
 	}
 }
+
+func TestOOMKilledContainer(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("oom.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: oom}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: hog
+    image: `+framework.BusyboxImage+`
+    # tail keeps the current line in memory; /dev/zero never ends it.
+    command: ["tail", "/dev/zero"]
+    resources:
+      limits: {memory: 24Mi}
+`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("oom", podTimeout, phase(v1.PodFailed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := status(t, p, "hog").State.Terminated
+	if term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
+		t.Errorf("terminated state %+v, want OOMKilled with exit code 137", term)
+	}
+}
+
+// A pod that completed runs again when its manifest changes.
+func TestCompletedPodRerunsWhenManifestChanges(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("job.yaml", podYAML("job", "Never", "echo run-1")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.WaitPod("job", podTimeout, phase(v1.PodSucceeded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteManifest("job.yaml", podYAML("job", "Never", "echo run-2")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.WaitPod("job", podTimeout, func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodSucceeded && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].ContainerID != first.Status.ContainerStatuses[0].ContainerID
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readLog(t, a, second, "c", 0); got != "run-2" {
+		t.Errorf("second run logged %q, want run-2", got)
+	}
+}

@@ -122,6 +122,11 @@ spec:
 	if _, err := os.Stat(filepath.Dir(filepath.Dir(logPath))); !os.IsNotExist(err) {
 		t.Errorf("pod log directory not removed: %v", err)
 	}
+	// The pod's cgroup goes with it (the test agent's cgroupRoot is /nodeagent-e2e).
+	cg := "/sys/fs/cgroup/memory/nodeagent-e2e/kubepods/besteffort/pod" + string(p.UID)
+	if _, err := os.Stat(cg); !os.IsNotExist(err) {
+		t.Errorf("pod cgroup %s not removed: %v", cg, err)
+	}
 }
 
 func TestContainerIgnoringSIGTERMIsKilledAfterGracePeriod(t *testing.T) {

@@ -87,7 +87,8 @@ func (a *Agent) Start() error {
 		"--root-dir", a.RootDir, "--hostname-override", a.NodeName}, a.ExtraArgs...)
 	cmd := exec.Command(a.Bin, args...)
 	cmd.Stdout, cmd.Stderr = a.logs, a.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Own process group: a Ctrl-C meant for the test does not reach the agent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		a.mu.Unlock()
 		return fmt.Errorf("start agent: %w", err)
