@@ -288,7 +288,7 @@ func TestContainerResources(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: tc.res}}}}
-			if got := containerResources(pod, &pod.Spec.Containers[0]); !reflect.DeepEqual(got, tc.want) {
+			if got := containerResources(pod, &pod.Spec.Containers[0], 0); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("resources = %v, want %v", got, tc.want)
 			}
 		})
@@ -473,4 +473,39 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+func TestOOMScoreAdj(t *testing.T) {
+	mi := int64(1 << 20)
+	pod := func(req, lim string) *v1.Pod {
+		c := v1.Container{Name: "c"}
+		if req != "" {
+			c.Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse(req)}
+		}
+		if lim != "" {
+			c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse(lim), v1.ResourceCPU: resource.MustParse("1")}
+			c.Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse(lim), v1.ResourceCPU: resource.MustParse("1")}
+		}
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
+	}
+	cases := []struct {
+		name string
+		pod  *v1.Pod
+		cap  int64
+		want int64
+	}{
+		{"best effort", pod("", ""), 1000 * mi, 1000},
+		{"guaranteed", pod("", "100Mi"), 1000 * mi, -997},
+		{"burstable 10% of memory", pod("100Mi", ""), 1000 * mi, 900},
+		{"burstable all memory stays above guaranteed", pod("1000Mi", ""), 1000 * mi, 3},
+		{"burstable tiny request stays below best effort", pod("1", ""), 1000 * mi, 999},
+		{"capacity unknown", pod("100Mi", ""), 0, 999},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oomScoreAdj(tc.pod, &tc.pod.Spec.Containers[0], tc.cap); got != tc.want {
+				t.Errorf("oomScoreAdj = %d, want %d", got, tc.want)
+			}
+		})
+	}
 }

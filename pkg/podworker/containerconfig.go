@@ -61,7 +61,7 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 		Tty:         c.TTY,
 		Mounts:      containerMounts(c, in),
 		Linux: &criv1.LinuxContainerConfig{
-			Resources:       containerResources(pod, c),
+			Resources:       containerResources(pod, c, in.Allocatable.Memory().Value()),
 			SecurityContext: containerSecurity(pod, c),
 		},
 	}

@@ -34,10 +34,10 @@ func milliCPUToQuota(milli int64) int64 {
 	return q
 }
 
-func containerResources(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerResources {
+func containerResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *criv1.LinuxContainerResources {
 	r := &criv1.LinuxContainerResources{
 		CpuShares:   milliCPUToShares(c.Resources.Requests.Cpu().MilliValue()),
-		OomScoreAdj: oomScoreAdj(pod, c),
+		OomScoreAdj: oomScoreAdj(pod, c, memCapacity),
 	}
 	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
 		r.CpuPeriod = quotaPeriod
@@ -49,18 +49,24 @@ func containerResources(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerResou
 	return r
 }
 
-// oomScoreAdj follows the kubelet's QoS policy. The runtime clamps it when
-// the host refuses negative values (restrict_oom_score_adj).
-func oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
+// oomScoreAdj follows the kubelet's QoS policy: guaranteed pods are
+// protected, best-effort ones go first, burstable ones in between by the
+// share of node memory they request. The runtime clamps the value when the
+// host refuses negative ones (restrict_oom_score_adj).
+func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
+	const guaranteed, bestEffort = -997, 1000
 	switch qosClass(pod) {
 	case v1.PodQOSGuaranteed:
-		return -997
+		return guaranteed
 	case v1.PodQOSBestEffort:
-		return 1000
+		return bestEffort
 	}
-	// Burstable: scale with the share of node memory requested; without
-	// the node's capacity at hand, use the kubelet's upper bound.
-	return 999
+	if memCapacity <= 0 {
+		return bestEffort - 1
+	}
+	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/memCapacity
+	// Stay above any guaranteed pod and below best-effort ones.
+	return min(max(adj, 1000+guaranteed), bestEffort-1)
 }
 
 // qosClass classifies a pod as the API does.

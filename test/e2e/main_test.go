@@ -57,6 +57,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cri.Close()
+	// A run that was killed may have left pods on the test instance.
+	if err := framework.SweepSandboxes(cri); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	if reg, err = framework.StartRegistry(); err != nil {
 		fmt.Println(err)
 		return 1
@@ -118,17 +123,8 @@ func waitRuntimeEmpty(t *testing.T, timeout time.Duration) {
 // sweepRuntime removes sandboxes left behind (the test instance belongs to
 // the tests alone), so a failed test does not disturb the next.
 func sweepRuntime(t *testing.T) {
-	ctx := context.Background()
-	sbs, err := cri.ListPodSandbox(ctx, nil)
-	if err != nil {
-		t.Errorf("sweep: %v", err)
-		return
-	}
-	for _, sb := range sbs {
-		_ = cri.StopPodSandbox(ctx, sb.Id)
-		if err := cri.RemovePodSandbox(ctx, sb.Id); err != nil {
-			t.Errorf("sweep sandbox %s: %v", sb.Id, err)
-		}
+	if err := framework.SweepSandboxes(cri); err != nil {
+		t.Error(err)
 	}
 }
 

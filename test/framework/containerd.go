@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,4 +63,22 @@ func BuildAgent(dir string) (string, error) {
 		return "", fmt.Errorf("build nodeagent: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// SweepSandboxes stops and removes every sandbox of the test instance,
+// which belongs to the tests alone.
+func SweepSandboxes(cri *nart.Client) error {
+	ctx := context.Background()
+	sbs, err := cri.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	var errs []error
+	for _, sb := range sbs {
+		_ = cri.StopPodSandbox(ctx, sb.Id)
+		if err := cri.RemovePodSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, fmt.Errorf("sweep sandbox %s: %w", sb.Id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/nodeagent/nodeagent/internal/imagebuild"
@@ -63,6 +64,18 @@ func (r *Registry) PushBusybox(repo, tag string) (string, error) {
 		return "", err
 	}
 	ref := fmt.Sprintf("%s/%s:%s", r.Host, repo, tag)
+	// A distinct image ID per reference: the CRI removes an image with all
+	// its tags, so a pushed copy identical to the imported busybox would
+	// take that one with it when a test removes what it pulled.
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Env = append(cfg.Config.Env, "NODEAGENT_TEST_IMAGE="+repo+":"+tag)
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		return "", err
+	}
 	parsed, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
