@@ -139,13 +139,13 @@ func dnsConfig(pod *v1.Pod, s DNSSettings) (*criv1.DNSConfig, error) {
 	cfg := &criv1.DNSConfig{}
 	switch policy {
 	case v1.DNSDefault:
-		host, err := parseResolvConf(s.ResolvConf)
+		host, err := ParseResolvConf(s.ResolvConf)
 		if err != nil {
 			return nil, err
 		}
 		cfg = host
 	case v1.DNSClusterFirst:
-		host, err := parseResolvConf(s.ResolvConf)
+		host, err := ParseResolvConf(s.ResolvConf)
 		if err != nil {
 			return nil, err
 		}
@@ -231,8 +231,8 @@ func mergeDNSOptions(base []string, extra []v1.PodDNSConfigOption) []string {
 	return out
 }
 
-// parseResolvConf reads nameserver, search/domain and options lines.
-func parseResolvConf(path string) (*criv1.DNSConfig, error) {
+// ParseResolvConf reads nameserver, search/domain and options lines.
+func ParseResolvConf(path string) (*criv1.DNSConfig, error) {
 	cfg := &criv1.DNSConfig{}
 	if path == "" {
 		// The kubelet's choice when resolvConf is disabled.

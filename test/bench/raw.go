@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podworker"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -49,7 +48,8 @@ type rawRunner struct {
 }
 
 func measureRaw(ctx context.Context, cl *cleanups, cri *nart.Client, watch *runningWatch, base string, o options) (series, error) {
-	dns, err := hostDNS("/etc/resolv.conf")
+	// The agent's DNS for a pod whose ClusterFirst policy falls back to Default.
+	dns, err := podworker.ParseResolvConf("/etc/resolv.conf")
 	if err != nil {
 		return series{}, err
 	}
@@ -270,34 +270,4 @@ func removePodCgroups(uid string) bool {
 		}
 	}
 	return removed
-}
-
-// hostDNS reads nameserver, search/domain and options lines: the agent's
-// DNS for a pod whose ClusterFirst policy falls back to Default.
-func hostDNS(path string) (*criv1.DNSConfig, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cfg := &criv1.DNSConfig{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		switch fields[0] {
-		case "nameserver":
-			cfg.Servers = append(cfg.Servers, fields[1])
-		case "search", "domain":
-			cfg.Searches = fields[1:]
-		case "options":
-			cfg.Options = append(cfg.Options, fields[1:]...)
-		}
-	}
-	if len(cfg.Servers) > 3 {
-		cfg.Servers = cfg.Servers[:3]
-	}
-	return cfg, sc.Err()
 }
