@@ -64,10 +64,10 @@ containerRuntimeEndpoint: unix://%s
 readOnlyPort: %d
 healthzPort: 0
 podLogsDir: %s
-cgroupRoot: /nodeagent-e2e
+cgroupRoot: %s
 fileCheckFrequency: 20s
 syncFrequency: 10s
-`, a.ManifestDir, TestSocket, a.Port, a.LogsDir)
+`, a.ManifestDir, TestSocket, a.Port, a.LogsDir, CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }
 

@@ -65,8 +65,12 @@ func BuildAgent(dir string) (string, error) {
 	return bin, nil
 }
 
+// CgroupRoot is the cgroup root test agents run their pods under.
+const CgroupRoot = "/nodeagent-e2e"
+
 // SweepSandboxes stops and removes every sandbox of the test instance,
-// which belongs to the tests alone.
+// which belongs to the tests alone, and the pod cgroups a killed agent
+// could not remove.
 func SweepSandboxes(cri *nart.Client) error {
 	ctx := context.Background()
 	sbs, err := cri.ListPodSandbox(ctx, nil)
@@ -78,6 +82,13 @@ func SweepSandboxes(cri *nart.Client) error {
 		_ = cri.StopPodSandbox(ctx, sb.Id)
 		if err := cri.RemovePodSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("sweep sandbox %s: %w", sb.Id, err))
+		}
+	}
+	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + CgroupRoot + "/kubepods/*/pod*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/*" + CgroupRoot + "/kubepods/pod*")
+	for _, dir := range append(pods, more...) {
+		if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("sweep cgroup: %w", err))
 		}
 	}
 	return errors.Join(errs...)
