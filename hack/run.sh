@@ -9,6 +9,8 @@ cd "$ROOT"
 bash hack/containerd.sh start main
 
 install -d /etc/nodeagent /etc/nodeagent/manifests
+# crictl's endpoint, so that it needs no flags (kept if the user has one).
+[[ -f /etc/crictl.yaml ]] || printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' >/etc/crictl.yaml
 [[ -f /etc/nodeagent/config.yaml ]] || install -m 0644 deploy/config.yaml /etc/nodeagent/config.yaml
 if [[ -z "$(ls -A /etc/nodeagent/manifests)" ]]; then
 	install -m 0644 examples/manifests/*.yaml /etc/nodeagent/manifests/
