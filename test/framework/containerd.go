@@ -8,6 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
@@ -92,4 +95,40 @@ func SweepSandboxes(cri *nart.Client) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// testPidFile is where hack/containerd.sh keeps the test daemon's pid.
+const testPidFile = "/run/nodeagent-test/containerd.pid"
+
+// KillContainerdDaemon stops only the test instance's containerd process,
+// as a crash would: the shims, and so the containers, keep running.
+func KillContainerdDaemon() error {
+	b, err := os.ReadFile(testPidFile)
+	if err != nil {
+		return fmt.Errorf("test containerd pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("test containerd pid %q: %w", b, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill test containerd: %w", err)
+	}
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("test containerd (pid %d) did not exit", pid)
+}
+
+// RestartContainerd starts the test instance again after
+// KillContainerdDaemon.
+func RestartContainerd() error {
+	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
+	if out, err := exec.Command("bash", script, "start", "test").CombinedOutput(); err != nil {
+		return fmt.Errorf("restart test containerd: %v\n%s", err, out)
+	}
+	return nil
 }
