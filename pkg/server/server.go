@@ -58,7 +58,7 @@ func HealthzHandler(health HealthChecker) http.Handler {
 }
 
 // Serve listens on addr and serves h until ctx ends. The listener is open
-// when Serve returns its first value on the ready channel.
+// when Serve returns; the channel reports how serving ended.
 func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (net.Addr, <-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
