@@ -75,6 +75,10 @@ func Run(ctx context.Context, o Options) error {
 		Allocatable:  allocatable(),
 		Logger:       log,
 		ResyncPeriod: cfg.SyncFrequency.Duration,
+
+		ParallelImagePulls: !*cfg.SerializeImagePulls,
+		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
+		RegistryBurst:      int(cfg.RegistryBurst),
 	})
 	if err != nil {
 		return err

@@ -139,6 +139,23 @@ func (c *Config) warnings() []string {
 	if c.ResolverConfig != nil && *c.ResolverConfig == "" {
 		w = append(w, "resolvConf is empty: pods with dnsPolicy Default get no nameservers from the host")
 	}
+	return append(w, c.notEnforced()...)
+}
+
+// notEnforced names settings this version accepts but does not act on yet,
+// so that a reused kubelet config does not silently do less than it says.
+func (c *Config) notEnforced() []string {
+	var w []string
+	note := func(field, why string) { w = append(w, field+" is accepted but not enforced yet: "+why) }
+	if deref(c.PodPidsLimit) != DefaultPodPidsLimit {
+		note("podPidsLimit", "pod-level cgroups are not managed")
+	}
+	if c.ContainerLogMaxSize != DefaultContainerLogMaxSize || deref(c.ContainerLogMaxFiles) != DefaultContainerLogMaxFiles {
+		note("containerLogMaxSize/containerLogMaxFiles", "container logs are not rotated")
+	}
+	if c.MaxPods != DefaultMaxPods {
+		note("maxPods", "pods are not admitted against node capacity")
+	}
 	return w
 }
 

@@ -108,6 +108,28 @@ func TestValidateWarnings(t *testing.T) {
 			t.Errorf("warnings %q lack %q", warnings, want)
 		}
 	}
+	if strings.Contains(all, "not enforced") {
+		t.Errorf("defaults must not warn about unenforced settings: %q", warnings)
+	}
+}
+
+func TestValidateWarnsAboutUnenforcedSettings(t *testing.T) {
+	c := Default()
+	c.StaticPodPath = "/etc/nodeagent/manifests"
+	pids := int64(100)
+	c.PodPidsLimit = &pids
+	c.ContainerLogMaxSize = "1Mi"
+	c.MaxPods = 10
+	warnings, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(warnings, "\n")
+	for _, want := range []string{"podPidsLimit is accepted but not enforced", "containerLogMaxSize/containerLogMaxFiles", "maxPods"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings %q lack %q", warnings, want)
+		}
+	}
 }
 
 func TestValidateReportsAllErrors(t *testing.T) {

@@ -41,7 +41,8 @@ type puller struct {
 	images    runtime.Images
 	backoff   *flowcontrol.Backoff
 	keyring   *keyring
-	serialize sync.Mutex // the kubelet pulls one image at a time by default
+	serial    *sync.Mutex // set when pulls are serialized (the kubelet's default)
+	limiter   flowcontrol.RateLimiter
 	events    EventRecorder
 }
 
@@ -74,8 +75,15 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 }
 
 func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *criv1.ImageSpec, sb *criv1.PodSandboxConfig, key string) (string, error) {
-	p.serialize.Lock()
-	defer p.serialize.Unlock()
+	if p.serial != nil {
+		p.serial.Lock()
+		defer p.serial.Unlock()
+	}
+	if p.limiter != nil && !p.limiter.TryAccept() {
+		msg := fmt.Sprintf("Failed to pull image %q: pull QPS exceeded", c.Image)
+		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "%s", msg)
+		return "", &pullError{ReasonErrImagePull, msg}
+	}
 	p.events.Eventf(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
 	ref, err := p.images.PullImage(ctx, spec, p.keyring.lookup(c.Image), sb)

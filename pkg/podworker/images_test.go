@@ -197,3 +197,19 @@ func TestPullerSendsCredentials(t *testing.T) {
 	img.AssertImagePulledWithAuth(t, &criv1.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
 		&criv1.AuthConfig{Username: "u", Password: "p"}, "pull with the keyring's credentials")
 }
+
+func TestPullerQPSLimit(t *testing.T) {
+	img := critest.NewFakeImageService()
+	p := &puller{images: img, events: &recordedEvents{}, keyring: &keyring{},
+		backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
+		limiter: flowcontrol.NewFakeNeverRateLimiter()}
+	c := &v1.Container{Name: "c", Image: "registry.example.com/app:1", ImagePullPolicy: v1.PullAlways}
+	_, err := p.ensure(context.Background(), sandboxPod(), c, nil)
+	var pe *pullError
+	if !errors.As(err, &pe) || pe.Reason != ReasonErrImagePull || !strings.Contains(pe.Message, "pull QPS exceeded") {
+		t.Fatalf("err = %v, want ErrImagePull: pull QPS exceeded", err)
+	}
+	if len(img.Called) != 1 || img.Called[0] != "ImageStatus" {
+		t.Errorf("calls %v: the image must not be pulled over the limit", img.Called)
+	}
+}

@@ -30,7 +30,13 @@ type Config struct {
 	DNS            DNSSettings
 	Allocatable    v1.ResourceList
 	Events         EventRecorder
-	Logger         *slog.Logger
+	// ParallelImagePulls lets pulls run at once (serializeImagePulls=false).
+	ParallelImagePulls bool
+	// RegistryPullQPS limits pulls per second (0: no limit), with a burst
+	// of RegistryBurst.
+	RegistryPullQPS float32
+	RegistryBurst   int
+	Logger          *slog.Logger
 	// ResyncPeriod is how often each pod is synced without a trigger
 	// (the kubelet's syncFrequency).
 	ResyncPeriod time.Duration
@@ -104,6 +110,12 @@ func New(cfg Config) (*Manager, error) {
 		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		keyring: keys,
 		events:  cfg.Events,
+	}
+	if !cfg.ParallelImagePulls {
+		m.puller.serial = &sync.Mutex{}
+	}
+	if cfg.RegistryPullQPS > 0 {
+		m.puller.limiter = flowcontrol.NewTokenBucketRateLimiter(cfg.RegistryPullQPS, max(cfg.RegistryBurst, 1))
 	}
 	return m, nil
 }
