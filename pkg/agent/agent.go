@@ -104,10 +104,28 @@ func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *r
 		go func() { errc <- src.Run(ctx, pods) }()
 	}
 	events := make(chan types.UID, 256)
-	go runtime.NewPLEG(rt, plegPeriod, log).Run(ctx, events)
-	go func() { errc <- mgr.Run(ctx, pods, events) }()
+	pleg := runtime.NewPLEG(rt, plegPeriod, log)
+	go pleg.Run(ctx, events)
+	mgrDone := make(chan struct{})
+	go func() {
+		defer close(mgrDone)
+		if err := mgr.Run(ctx, pods, events); err != nil {
+			errc <- err
+		}
+	}()
+	// Stop in reverse order: cancel, then wait for the workers to finish
+	// their CRI calls before the caller closes the runtime connection.
+	defer func() {
+		cancel()
+		<-mgrDone
+	}()
 
-	health := func() error { return nil }
+	health := func() error {
+		if err := pleg.Healthy(); err != nil {
+			return fmt.Errorf("PLEG is not healthy: %w", err)
+		}
+		return nil
+	}
 	if port := *cfg.ReadOnlyPort; port != 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(port)))
 		if _, done, err := server.Serve(ctx, addr, server.Handler(mgr, health), log); err != nil {

@@ -29,7 +29,14 @@ func removePodCgroups(root string, uid types.UID) error {
 	var errs []error
 	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		parent := podCgroupParentFor(root, qos, uid)
+		// cgroup v2 has one hierarchy at the mount root.
+		if err := os.Remove(filepath.Join(cgroupMountRoot, parent)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 		for _, h := range hierarchies {
+			if !h.IsDir() {
+				continue // cgroup v2 control files live beside the hierarchy
+			}
 			dir := filepath.Join(cgroupMountRoot, h.Name(), parent)
 			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)

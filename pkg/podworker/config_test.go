@@ -188,7 +188,7 @@ func TestBuildContainerConfig(t *testing.T) {
 	c.TerminationMessagePath = "/dev/termination-log"
 	c.TerminationMessagePolicy = v1.TerminationMessageReadFile
 	in := envInputs
-	in.ImageRef, in.RestartCount, in.Type = "sha256:abc", 2, runtime.ContainerTypeRegular
+	in.ImageRef, in.RestartCount = "sha256:abc", 2
 	in.TermMessagePath, in.EtcHostsPath = "/var/lib/x/termlog", "/var/lib/x/etc-hosts"
 
 	cfg, err := buildContainerConfig(pod, c, in)
@@ -211,7 +211,7 @@ func TestBuildContainerConfig(t *testing.T) {
 		t.Errorf("workingDir/tty = %q/%v", cfg.WorkingDir, cfg.Tty)
 	}
 	wantLabels := map[string]string{runtime.LabelPodName: "dapi", runtime.LabelPodNamespace: "ns1",
-		runtime.LabelPodUID: "uid-9", runtime.LabelContainerName: "main", runtime.LabelContainerType: "app"}
+		runtime.LabelPodUID: "uid-9", runtime.LabelContainerName: "main"}
 	if !reflect.DeepEqual(cfg.Labels, wantLabels) {
 		t.Errorf("labels = %v, want %v", cfg.Labels, wantLabels)
 	}

@@ -20,7 +20,6 @@ type containerInputs struct {
 	NodeName        string
 	ImageRef        string
 	RestartCount    int
-	Type            runtime.ContainerType
 	TermMessagePath string // host file mounted at terminationMessagePath
 	EtcHostsPath    string // host file mounted at /etc/hosts, "" for none
 	Allocatable     v1.ResourceList
@@ -53,7 +52,7 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
-		Labels:      runtime.ContainerLabels(pod, c, in.Type),
+		Labels:      runtime.ContainerLabels(pod, c),
 		Annotations: runtime.ContainerAnnotations(pod, c, in.RestartCount),
 		LogPath:     runtime.ContainerLogPath(c.Name, in.RestartCount),
 		Stdin:       c.Stdin,

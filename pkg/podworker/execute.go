@@ -24,17 +24,16 @@ const minGracePeriod = 2
 // execute runs a plan against the runtime, in the kubelet's SyncPod order:
 // 1 kill the pod if needed, 2 kill changed containers, 3 create the
 // sandbox, 4 start the next init container, or 5 the app containers.
-// Failures are recorded as container waiting reasons and events; the next
-// sync retries.
-func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan) {
+// Container failures are recorded as waiting reasons and events; an error
+// that stops the plan is returned, and the next sync retries.
+func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan) error {
 	grace := gracePeriod(pod)
 	if plan.KillPod {
 		if err := w.killPod(ctx, pod, st, grace); err != nil {
-			w.log.Error("kill pod failed", "err", err)
-			return
+			return fmt.Errorf("kill pod: %w", err)
 		}
 		if !plan.CreateSandbox {
-			return
+			return nil
 		}
 	}
 	w.killContainers(ctx, pod, plan.ContainersToKill, grace)
@@ -46,7 +45,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	sbCfg, err := w.sandboxConfig(pod, attempt)
 	if err != nil {
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return
+		return err
 	}
 	sandboxID := plan.SandboxID
 	var podIPs []string
@@ -56,20 +55,19 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	if plan.CreateSandbox {
 		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
 			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			w.log.Error("create sandbox failed", "err", err)
-			return
+			return fmt.Errorf("create sandbox: %w", err)
 		}
 	}
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
 	if plan.InitToStart >= 0 {
-		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], runtime.ContainerTypeInit, target)
+		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], target)
 	} else {
 		var wg sync.WaitGroup
 		for _, i := range plan.ContainersToStart {
 			wg.Add(1)
 			go func(c *v1.Container) {
 				defer wg.Done()
-				w.startContainer(ctx, pod, c, runtime.ContainerTypeRegular, target)
+				w.startContainer(ctx, pod, c, target)
 			}(&pod.Spec.Containers[i])
 		}
 		wg.Wait()
@@ -78,6 +76,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
 	}
+	return nil
 }
 
 func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
@@ -103,12 +102,14 @@ func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*criv1.PodSandboxCo
 	if err != nil {
 		return nil, err
 	}
-	return buildSandboxConfig(pod, sandboxInputs{
+	cfg := buildSandboxConfig(pod, sandboxInputs{
 		Attempt:    attempt,
 		LogDir:     runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
 		CgroupRoot: w.m.cfg.CgroupRoot,
 		DNS:        dns,
-	}), nil
+	})
+	cfg.Annotations[runtime.AnnotationSandboxHash] = runtime.HashSandbox(pod)
+	return cfg, nil
 }
 
 func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
@@ -124,15 +125,9 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodS
 	if err != nil {
 		return id, nil, err
 	}
-	var ips []string
-	if ip := resp.GetStatus().GetNetwork().GetIp(); ip != "" {
-		ips = append(ips, ip)
-	}
-	for _, ip := range resp.GetStatus().GetNetwork().GetAdditionalIps() {
-		ips = append(ips, ip.GetIp())
-	}
+	ips := runtime.SandboxIPs(resp.GetStatus())
 	if !pod.Spec.HostNetwork {
-		if err := writeEtcHosts(w.podDir(), pod, ips); err != nil {
+		if err := writeEtcHosts(w.podDir(), pod, ips, w.m.cfg.DNS.ClusterDomain); err != nil {
 			return id, ips, err
 		}
 	}
@@ -148,7 +143,7 @@ type startTarget struct {
 
 // startContainer pulls, creates and starts one container, recording why
 // it could not as the container's waiting reason.
-func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ runtime.ContainerType, t startTarget) {
+func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
 	imageRef, err := w.m.puller.ensure(ctx, pod, c, t.sandbox)
 	if err != nil {
 		var pe *pullError
@@ -166,7 +161,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	} else {
 		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
 	}
-	id, err := w.createContainer(ctx, pod, c, typ, t, imageRef, restartCount)
+	id, err := w.createContainer(ctx, pod, c, t, imageRef, restartCount)
 	if err != nil {
 		reason := "CreateContainerError"
 		var ce *configError
@@ -187,7 +182,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	w.m.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 }
 
-func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, typ runtime.ContainerType, t startTarget, imageRef string, restartCount int) (string, error) {
+func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget, imageRef string, restartCount int) (_ string, retErr error) {
 	if effective(pod, c).RunAsNonRoot {
 		img, err := w.m.cfg.Images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
 		if err != nil {
@@ -201,13 +196,25 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		if retErr != nil {
+			os.Remove(termPath)
+		}
+	}()
 	in := containerInputs{
 		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
-		ImageRef: imageRef, RestartCount: restartCount, Type: typ,
+		ImageRef: imageRef, RestartCount: restartCount,
 		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable,
 	}
 	if !pod.Spec.HostNetwork {
+		// Written with the sandbox; written here too when that step failed
+		// half-way, so the runtime never bind-mounts a missing file.
 		in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
+		if _, err := os.Stat(in.EtcHostsPath); err != nil {
+			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.m.cfg.DNS.ClusterDomain); err != nil {
+				return "", err
+			}
+		}
 	}
 	cfg, err := buildContainerConfig(pod, c, in)
 	if err != nil {
@@ -251,7 +258,8 @@ func nextRestartFromLogs(dir string) int {
 	return next
 }
 
-func writeEtcHosts(dir string, pod *v1.Pod, ips []string) error {
+// writeEtcHosts writes the kubelet's managed hosts file.
+func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("pod dir: %w", err)
 	}
@@ -261,12 +269,19 @@ func writeEtcHosts(dir string, pod *v1.Pod, ips []string) error {
 	for _, ip := range ips {
 		name := podHostname(pod)
 		if pod.Spec.Subdomain != "" {
-			name = fmt.Sprintf("%s.%s.%s.svc\t%s", name, pod.Spec.Subdomain, pod.Namespace, name)
+			fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
+			if clusterDomain != "" {
+				fqdn += "." + clusterDomain
+			}
+			name = fqdn + "\t" + name
 		}
 		fmt.Fprintf(&b, "%s\t%s\n", ip, name)
 	}
+	if len(pod.Spec.HostAliases) > 0 {
+		b.WriteString("\n# Entries added by HostAliases.\n")
+	}
 	for _, a := range pod.Spec.HostAliases {
-		fmt.Fprintf(&b, "\n# Entries added by HostAliases.\n%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
+		fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
 	}
 	return os.WriteFile(filepath.Join(dir, "etc-hosts"), []byte(b.String()), 0o644)
 }

@@ -25,6 +25,7 @@ const (
 	ReasonImagePullBackOff  = "ImagePullBackOff"
 	ReasonErrImageNeverPull = "ErrImageNeverPull"
 	ReasonInvalidImageName  = "InvalidImageName"
+	ReasonImageInspectError = "ImageInspectError"
 )
 
 // pullError carries the container waiting reason for a failed pull.
@@ -38,23 +39,27 @@ func (e *pullError) Error() string { return e.Message }
 // puller ensures images are present, honouring pull policy, credentials
 // and a per-image back-off after failures.
 type puller struct {
-	images    runtime.Images
-	backoff   *flowcontrol.Backoff
-	keyring   *keyring
-	serial    *sync.Mutex // set when pulls are serialized (the kubelet's default)
-	limiter   flowcontrol.RateLimiter
-	events    EventRecorder
+	images  runtime.Images
+	backoff *flowcontrol.Backoff
+	keyring *keyring
+	serial  *sync.Mutex // set when pulls are serialized (the kubelet's default)
+	limiter flowcontrol.RateLimiter
+	events  EventRecorder
 }
 
 // ensure returns the image reference to create the container from.
 func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig) (string, error) {
 	if _, err := name.ParseReference(c.Image); err != nil {
-		return "", &pullError{ReasonInvalidImageName, fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)}
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		p.events.Eventf(pod, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		return "", &pullError{ReasonInvalidImageName, msg}
 	}
 	spec := &criv1.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	present, err := p.images.ImageStatus(ctx, spec, false)
 	if err != nil {
-		return "", &pullError{ReasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)}
+		msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+		p.events.Eventf(pod, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		return "", &pullError{ReasonImageInspectError, msg}
 	}
 	ref := present.GetImage().GetId()
 	if ref != "" && c.ImagePullPolicy != v1.PullAlways {
@@ -66,7 +71,7 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		p.events.Eventf(pod, v1.EventTypeWarning, ReasonErrImageNeverPull, "%s", msg)
 		return "", &pullError{ReasonErrImageNeverPull, msg}
 	}
-	key := c.Image
+	key := pullKey(pod, c)
 	if p.backoff.IsInBackOffSinceUpdate(key, p.backoff.Clock.Now()) {
 		p.events.Eventf(pod, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		return "", &pullError{ReasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)}
@@ -97,6 +102,10 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *c
 	p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
 	return ref, nil
 }
+
+// pullKey scopes the pull back-off to one pod's image, as the kubelet
+// does, so one pod's failures do not delay another's pull.
+func pullKey(pod *v1.Pod, c *v1.Container) string { return string(pod.UID) + "_" + c.Image }
 
 // keyring holds registry credentials from docker-style config.json files,
 // the kubelet's node-level credential source.

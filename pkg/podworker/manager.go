@@ -168,7 +168,7 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			w.update(p)
 			continue
 		}
-		started = append(started, m.startWorkerLocked(ctx, p))
+		started = append(started, m.startWorkerLocked(ctx, p, false))
 	}
 	if m.seeded {
 		return false
@@ -187,8 +187,9 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 	return true
 }
 
-func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod) *worker {
+func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {
 	w := newWorker(m, pod)
+	w.orphan = orphan
 	m.workers[pod.UID] = w
 	m.wg.Add(1)
 	go func() {
@@ -207,7 +208,7 @@ func (m *Manager) forget(ctx context.Context, w *worker) {
 		delete(m.workers, w.uid)
 	}
 	if p, ok := m.desired[w.uid]; ok && ctx.Err() == nil {
-		m.startWorkerLocked(ctx, p)
+		m.startWorkerLocked(ctx, p, false)
 	}
 }
 
@@ -242,8 +243,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		m.log.Info("removing pod unknown to the agent", "pod", ref.Namespace+"/"+ref.Name, "podUID", uid)
 		orphan := &v1.Pod{}
 		orphan.UID, orphan.Name, orphan.Namespace = uid, ref.Name, ref.Namespace
-		w := m.startWorkerLocked(ctx, orphan)
-		w.terminate()
+		m.startWorkerLocked(ctx, orphan, true).terminate()
 	}
 }
 

@@ -273,7 +273,7 @@ func TestManagerHousekeepingRemovesUnknownPods(t *testing.T) {
 	}
 	cID, err := rt.CreateContainer(ctx, sbID, &criv1.ContainerConfig{
 		Metadata: &criv1.ContainerMetadata{Name: "c0"}, Image: &criv1.ImageSpec{Image: "busybox:1"},
-		Labels: runtime.ContainerLabels(orphan, &orphan.Spec.Containers[0], runtime.ContainerTypeRegular),
+		Labels: runtime.ContainerLabels(orphan, &orphan.Spec.Containers[0]),
 	}, sbCfg)
 	if err != nil || rt.StartContainer(ctx, cID) != nil {
 		t.Fatal(err)
@@ -365,7 +365,7 @@ func TestCollectGarbageKeepsLastDeadContainer(t *testing.T) {
 	rt := critest.NewFakeRuntimeService()
 	h := newManager(t, rt, critest.NewFakeImageService())
 	pod := scenarioPod("gc", "busybox:1")
-	labels := runtime.ContainerLabels(pod, &pod.Spec.Containers[0], runtime.ContainerTypeRegular)
+	labels := runtime.ContainerLabels(pod, &pod.Spec.Containers[0])
 
 	mkSandbox := func(attempt uint32, created int64, ready bool) string {
 		cfg := &criv1.PodSandboxConfig{Metadata: &criv1.PodSandboxMetadata{Name: "gc", Namespace: "default",

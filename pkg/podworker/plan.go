@@ -98,9 +98,9 @@ func (p Plan) Empty() bool {
 // runtime's view of it and the restart back-off. It is pure.
 func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker) Plan {
 	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}}
-	create, attempt, sandboxID := sandboxChanged(st)
+	create, attempt, sandboxID := sandboxChanged(pod, st)
 	if create {
-		return planNewSandbox(pod, st, attempt, p)
+		return planNewSandbox(pod, st, bo, attempt, p)
 	}
 	p.SandboxID = sandboxID
 
@@ -139,8 +139,9 @@ func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker) Pl
 }
 
 // sandboxChanged reports whether a new sandbox is needed (none, not ready,
-// or several ready), the attempt number it gets, and the usable sandbox.
-func sandboxChanged(st *runtime.PodStatus) (bool, uint32, string) {
+// several ready, network lost, or made for a different pod-level spec),
+// the attempt number it gets, and the usable sandbox.
+func sandboxChanged(pod *v1.Pod, st *runtime.PodStatus) (bool, uint32, string) {
 	if len(st.Sandboxes) == 0 {
 		return true, 0, ""
 	}
@@ -154,15 +155,18 @@ func sandboxChanged(st *runtime.PodStatus) (bool, uint32, string) {
 	if ready > 1 || newest.State != criv1.PodSandboxState_SANDBOX_READY {
 		return true, newest.Attempt + 1, newest.ID
 	}
-	if !newest.HostNet && len(newest.IPs) == 0 {
+	if !pod.Spec.HostNetwork && len(newest.IPs) == 0 {
 		return true, newest.Attempt + 1, newest.ID // network lost
+	}
+	if newest.Hash != "" && newest.Hash != runtime.HashSandbox(pod) {
+		return true, newest.Attempt + 1, newest.ID // pod-level spec changed
 	}
 	return false, newest.Attempt, newest.ID
 }
 
 // planNewSandbox restarts the pod from scratch in a new sandbox, unless its
 // restart policy says it has run for good.
-func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, attempt uint32, p Plan) Plan {
+func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, attempt uint32, p Plan) Plan {
 	p.KillPod = true
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.Containers) != 0 {
 		return p
@@ -183,21 +187,38 @@ func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, attempt uint32, p Plan) 
 		p.InitToStart = 0 // a new sandbox starts over from the first init container
 		return p
 	}
-	p.ContainersToStart = toStart
+	for _, i := range toStart {
+		c := &pod.Spec.Containers[i]
+		if d, waiting := inBackoff(pod, c, st.Latest(c.Name), bo); waiting {
+			p.BackingOff[c.Name] = d
+			continue
+		}
+		p.ContainersToStart = append(p.ContainersToStart, i)
+	}
 	return p
 }
 
-// initDone reports whether every init container has succeeded. A pod whose
-// app containers have run has finished its init phase, even if the init
-// containers' records were garbage-collected since.
+// initDone reports whether every init container has succeeded in the
+// current sandbox. A pod whose app containers have run in that sandbox has
+// finished its init phase, even if the init containers' records were
+// garbage-collected since; containers of an earlier sandbox do not count:
+// a new sandbox runs the init containers again.
 func initDone(pod *v1.Pod, st *runtime.PodStatus) bool {
+	current := ""
+	if len(st.Sandboxes) > 0 {
+		current = st.Sandboxes[0].ID
+	}
+	inCurrent := func(cs *runtime.ContainerStatus) bool {
+		return cs != nil && (current == "" || cs.SandboxID == "" || cs.SandboxID == current)
+	}
 	for i := range pod.Spec.Containers {
-		if st.Latest(pod.Spec.Containers[i].Name) != nil {
+		if inCurrent(st.Latest(pod.Spec.Containers[i].Name)) {
 			return true
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if !succeeded(st.Latest(pod.Spec.InitContainers[i].Name)) {
+		cs := st.Latest(pod.Spec.InitContainers[i].Name)
+		if !inCurrent(cs) || !succeeded(cs) {
 			return false
 		}
 	}
@@ -209,6 +230,9 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, p Plan) Pla
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := st.Latest(c.Name)
+		if len(st.Sandboxes) > 0 && cs != nil && cs.SandboxID != "" && cs.SandboxID != st.Sandboxes[0].ID {
+			cs = nil // ran in an earlier sandbox: runs again in this one
+		}
 		switch {
 		case succeeded(cs):
 			continue

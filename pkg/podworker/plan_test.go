@@ -56,7 +56,7 @@ func planBaseStatus(pod *v1.Pod) *runtime.PodStatus {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		st.Containers = append(st.Containers, &runtime.ContainerStatus{
-			ID: "id-" + c.Name, SandboxID: "sb0", Name: c.Name, Type: runtime.ContainerTypeRegular,
+			ID: "id-" + c.Name, SandboxID: "sb0", Name: c.Name,
 			Hash: runtime.HashContainer(c), State: criv1.ContainerState_CONTAINER_RUNNING,
 		})
 	}
@@ -77,7 +77,7 @@ func exited(st *runtime.PodStatus, name string, code int32) {
 
 func addInit(st *runtime.PodStatus, name string, state criv1.ContainerState, code int32) {
 	st.Containers = append(st.Containers, &runtime.ContainerStatus{
-		ID: "id-" + name, SandboxID: "sb0", Name: name, Type: runtime.ContainerTypeInit,
+		ID: "id-" + name, SandboxID: "sb0", Name: name,
 		State: state, ExitCode: code, FinishedAt: planFinished,
 	})
 }

@@ -73,7 +73,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 func qosClass(pod *v1.Pod) v1.PodQOSClass {
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
-	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	all := allContainers(pod)
 	for _, c := range all {
 		for name, q := range c.Resources.Requests {
 			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
@@ -108,4 +108,9 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 		return v1.PodQOSGuaranteed
 	}
 	return v1.PodQOSBurstable
+}
+
+// allContainers lists init containers, then app containers.
+func allContainers(pod *v1.Pod) []v1.Container {
+	return append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 }

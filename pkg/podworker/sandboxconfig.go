@@ -113,7 +113,7 @@ func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
 		}
 		sc.SupplementalGroups = psc.SupplementalGroups
 	}
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+	for _, c := range allContainers(pod) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			sc.Privileged = true
 		}

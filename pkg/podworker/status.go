@@ -70,7 +70,7 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 	}
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, waitReason, true)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, waitReason, false)
-	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	s.Phase = podPhase(pod, initDone(pod, in.Runtime), s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Old != nil && isTerminal(in.Old.Phase) {
 		s.Phase = in.Old.Phase // a terminal pod never comes back
 	}
@@ -176,9 +176,13 @@ func runtimeState(in StatusInput, c *v1.Container, rt *runtime.ContainerStatus) 
 	}}
 }
 
-// podPhase follows the kubelet's getPhase.
-func podPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase {
+// podPhase follows the kubelet's getPhase. An initialized pod's init
+// containers no longer count (their records may be gone).
+func podPhase(pod *v1.Pod, initialized bool, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase {
 	pendingInit, failedInit := 0, 0
+	if initialized {
+		initStatuses = nil
+	}
 	for _, s := range initStatuses {
 		switch {
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:

@@ -84,7 +84,7 @@ func TestPodPhase(t *testing.T) {
 			if tc.init {
 				pod.Spec.InitContainers = []v1.Container{{Name: "X"}}
 			}
-			if got := podPhase(pod, tc.inits, tc.apps); got != tc.want {
+			if got := podPhase(pod, false, tc.inits, tc.apps); got != tc.want {
 				t.Errorf("podPhase = %s, want %s", got, tc.want)
 			}
 		})

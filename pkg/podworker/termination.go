@@ -48,7 +48,7 @@ func readCapped(path string, max int64) string {
 // logTail extracts the last lines of a CRI-format log
 // ("<time> <stream> <P|F> <text>"), joining partial lines.
 func logTail(path string, lines, maxBytes int) string {
-	b, err := os.ReadFile(path)
+	b, err := readTail(path, int64(16*maxBytes))
 	if err != nil {
 		return ""
 	}
@@ -77,4 +77,26 @@ func logTail(path string, lines, maxBytes int) string {
 		s = s[len(s)-maxBytes:]
 	}
 	return s
+}
+
+// readTail reads at most the last n bytes of a file, so that a huge log
+// costs no more than a small one.
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(fi.Size()-n, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:] // drop the partial first line
+		}
+	}
+	return b, err
 }

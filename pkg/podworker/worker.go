@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +48,12 @@ type worker struct {
 	status    *v1.PodStatus
 	waiting   map[string]Waiting
 	terminal  bool // finished for good (Succeeded/Failed)
+	orphan    bool // known from the runtime only: no spec
+	warned    bool // unsupported features reported
 	startTime time.Time
 	synced    chan struct{} // closed after the first sync
+
+	cancelSync context.CancelFunc // interrupts the sync in progress
 }
 
 func newWorker(m *Manager, pod *v1.Pod) *worker {
@@ -84,11 +89,15 @@ func (w *worker) update(pod *v1.Pod) {
 	w.wake()
 }
 
-// terminate moves the worker to Terminating; it stops the pod and exits.
+// terminate moves the worker to Terminating, interrupting a sync in
+// progress; the worker then stops the pod and exits.
 func (w *worker) terminate() {
 	w.mu.Lock()
 	if w.state == Syncing {
 		w.state = Terminating
+	}
+	if w.cancelSync != nil {
+		w.cancelSync()
 	}
 	w.mu.Unlock()
 	w.wake()
@@ -122,6 +131,7 @@ func (w *worker) Status() *v1.PodStatus {
 func (w *worker) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	defer w.markSynced() // a pod removed before its first sync must not hold up readiness
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,7 +144,7 @@ func (w *worker) run(ctx context.Context) {
 			w.stopAndClean(ctx, pod)
 			return
 		}
-		next := w.sync(ctx, pod)
+		next := w.syncCancellable(ctx, pod)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -143,6 +153,22 @@ func (w *worker) run(ctx context.Context) {
 		}
 		timer.Reset(next)
 	}
+}
+
+// syncCancellable runs one sync that terminate() can interrupt, so that a
+// removed pod does not wait for a long image pull before it is stopped.
+func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	w.cancelSync = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancelSync = nil
+		w.mu.Unlock()
+	}()
+	return w.sync(ctx, pod)
 }
 
 // sync runs one pass and returns when the next one is due at the latest.
@@ -160,15 +186,22 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	}
 	terminal := w.terminal
 	w.mu.Unlock()
-	if !terminal {
+	var execErr error
+	switch {
+	case terminal && (st.ActiveSandbox() != nil || len(st.Running()) > 0):
+		// A finished pod whose stop failed earlier: stop it again.
+		execErr = w.killPod(ctx, pod, st, gracePeriod(pod))
+	case !terminal:
+		w.warnUnsupported(pod)
 		plan := ComputePodActions(pod, st, w.m.backoff)
-		if !plan.Empty() {
-			w.log.Info("sync", "plan", plan.String())
-			w.execute(ctx, pod, st, plan)
-			if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
-				w.log.Error("read pod status from runtime", "err", err)
-				return w.m.cfg.RetryPeriod
-			}
+		if plan.Empty() {
+			break
+		}
+		w.log.Info("sync", "plan", plan.String())
+		execErr = w.execute(ctx, pod, st, plan)
+		if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
+			w.log.Error("read pod status from runtime", "err", err)
+			return w.m.cfg.RetryPeriod
 		}
 	}
 	status := w.generateStatus(pod, st)
@@ -176,7 +209,39 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		w.finish(ctx, pod, st)
 	}
 	w.collectGarbage(ctx, st)
+	if execErr != nil {
+		w.log.Error("sync failed; retrying", "err", execErr, "retryIn", w.m.cfg.RetryPeriod)
+		return w.m.cfg.RetryPeriod
+	}
 	return w.nextSync(pod, st)
+}
+
+// warnUnsupported reports, once per pod, spec features this agent does not
+// act on yet, so that a pod does not silently run without them.
+func (w *worker) warnUnsupported(pod *v1.Pod) {
+	if w.warned {
+		return
+	}
+	w.warned = true
+	var missing []string
+	if len(pod.Spec.Volumes) > 0 {
+		missing = append(missing, "volumes")
+	}
+	for _, c := range allContainers(pod) {
+		if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+			missing = append(missing, "probes")
+			break
+		}
+	}
+	for _, c := range allContainers(pod) {
+		if c.Lifecycle != nil {
+			missing = append(missing, "lifecycle hooks")
+			break
+		}
+	}
+	if len(missing) > 0 {
+		w.m.events.Eventf(pod, v1.EventTypeWarning, "Unsupported", "This node agent does not support %s yet: they are ignored", strings.Join(missing, ", "))
+	}
 }
 
 func (w *worker) markSynced() {
@@ -229,10 +294,10 @@ func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
 			if c == nil || cs == nil {
 				continue
 			}
-			d = time.Until(cs.FinishedAt.Add(w.m.backoff.Get(backoffKey(pod, c))))
+			d = cs.FinishedAt.Add(w.m.backoff.Get(backoffKey(pod, c))).Sub(w.m.now())
 		case ReasonErrImagePull, ReasonImagePullBackOff:
 			if c := findContainer(pod, name); c != nil {
-				d = w.m.puller.backoff.Get(c.Image)
+				d = w.m.puller.backoff.Get(pullKey(pod, c))
 			}
 		default:
 			d = w.m.cfg.RetryPeriod
@@ -275,7 +340,11 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	if err != nil {
 		return err
 	}
-	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
+	grace := gracePeriod(pod)
+	if w.orphan {
+		grace = recordedGracePeriod(st)
+	}
+	if err := w.killPod(ctx, pod, st, grace); err != nil {
 		return err
 	}
 	var errs []error
@@ -285,15 +354,38 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 		}
 	}
 	for _, sb := range st.Sandboxes {
-		if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+		if err := w.removeSandbox(ctx, sb.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := removePodCgroups(w.m.cfg.CgroupRoot, pod.UID); err != nil {
+		w.log.Warn("remove pod cgroups", "err", err) // not worth blocking the cleanup for
+	}
 	logDir := runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
-	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()), removePodCgroups(w.m.cfg.CgroupRoot, pod.UID))
+	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))
+}
+
+// recordedGracePeriod is the longest grace period recorded on the pod's
+// containers (the kubelet's annotation), for a pod whose spec is gone.
+func recordedGracePeriod(st *runtime.PodStatus) int64 {
+	g := int64(-1)
+	for _, c := range st.Containers {
+		g = max(g, c.GracePeriod)
+	}
+	if g < 0 {
+		return int64(v1.DefaultTerminationGracePeriodSeconds)
+	}
+	return max(g, minGracePeriod)
+}
+
+func (w *worker) removeSandbox(ctx context.Context, id string) error {
+	if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, id); err != nil && !runtime.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus) error {
@@ -332,7 +424,7 @@ func (w *worker) collectGarbage(ctx context.Context, st *runtime.PodStatus) {
 		if i == 0 || sb.State == criv1.PodSandboxState_SANDBOX_READY || inUse[sb.ID] {
 			continue
 		}
-		if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+		if err := w.removeSandbox(ctx, sb.ID); err != nil {
 			w.log.Warn("garbage-collect sandbox", "sandboxID", sb.ID, "err", err)
 		}
 	}

@@ -52,8 +52,9 @@ var _ Images = (*Client)(nil)
 // maxMsgSize matches the kubelet's CRI client limit (16 MiB).
 const maxMsgSize = 16 * 1024 * 1024
 
-// Dial connects to a CRI endpoint such as unix:///run/containerd/containerd.sock
-// and checks that it speaks CRI v1. timeout bounds each call.
+// Dial sets up a connection to a CRI endpoint such as
+// unix:///run/containerd/containerd.sock; the connection is made lazily,
+// so call Version to check the runtime answers. timeout bounds each call.
 func Dial(ctx context.Context, endpoint string, timeout time.Duration) (*Client, error) {
 	target, err := grpcTarget(endpoint)
 	if err != nil {

@@ -17,25 +17,20 @@ const (
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
-	LabelContainerType = "io.kubernetes.container.type" // not upstream; absent on upstream pods
 
-	AnnotationContainerHash              = "io.kubernetes.container.hash"
-	AnnotationRestartCount               = "io.kubernetes.container.restartCount"
-	AnnotationTerminationMessagePath     = "io.kubernetes.container.terminationMessagePath"
-	AnnotationTerminationMessagePolicy   = "io.kubernetes.container.terminationMessagePolicy"
-	AnnotationContainerPorts             = "io.kubernetes.container.ports"
-	AnnotationPodTerminationGracePeriod  = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationPodDeletionGracePeriod     = "io.kubernetes.pod.deletionGracePeriod"
-	AnnotationContainerPreStopHandler    = "io.kubernetes.container.preStopHandler"
-	AnnotationContainerGracePeriodBackup = "io.kubernetes.container.terminationGracePeriod"
-)
+	AnnotationContainerHash             = "io.kubernetes.container.hash"
+	AnnotationRestartCount              = "io.kubernetes.container.restartCount"
+	AnnotationTerminationMessagePath    = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy  = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationContainerPorts            = "io.kubernetes.container.ports"
+	AnnotationPodTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationPodDeletionGracePeriod    = "io.kubernetes.pod.deletionGracePeriod"
+	AnnotationContainerPreStopHandler   = "io.kubernetes.container.preStopHandler"
 
-// ContainerType tells init containers from regular ones after a restart.
-type ContainerType string
-
-const (
-	ContainerTypeInit    ContainerType = "init"
-	ContainerTypeRegular ContainerType = "app"
+	// AnnotationSandboxHash records the pod-level spec a sandbox was made
+	// for, so that a changed manifest recreates the sandbox. Not upstream:
+	// the kubelet gives a changed static pod a new UID instead.
+	AnnotationSandboxHash = "nodeagent.io/sandbox-hash"
 )
 
 // SandboxLabels are the pod's labels plus the kubelet's identity labels.
@@ -60,13 +55,12 @@ func SandboxAnnotations(pod *v1.Pod) map[string]string {
 }
 
 // ContainerLabels identify a container's pod and name.
-func ContainerLabels(pod *v1.Pod, c *v1.Container, t ContainerType) map[string]string {
+func ContainerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	return map[string]string{
 		LabelPodName:       pod.Name,
 		LabelPodNamespace:  pod.Namespace,
 		LabelPodUID:        string(pod.UID),
 		LabelContainerName: c.Name,
-		LabelContainerType: string(t),
 	}
 }
 
@@ -99,6 +93,26 @@ func ContainerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[st
 	return a
 }
 
+// HashSandbox hashes what a sandbox is made from: the pod spec without
+// its containers (but with their host ports) and without the fields that
+// may change in a running pod.
+func HashSandbox(pod *v1.Pod) string {
+	spec := pod.Spec.DeepCopy()
+	var ports [][]v1.ContainerPort
+	for _, c := range spec.Containers {
+		ports = append(ports, c.Ports)
+	}
+	spec.Containers, spec.InitContainers, spec.EphemeralContainers = nil, nil, nil
+	spec.ActiveDeadlineSeconds, spec.TerminationGracePeriodSeconds, spec.Tolerations = nil, nil, nil
+	b, _ := json.Marshal(struct {
+		Spec  *v1.PodSpec
+		Ports [][]v1.ContainerPort
+	}{spec, ports})
+	h := fnv.New32a()
+	h.Write(b)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
 // HashContainer hashes the container spec so that a changed spec restarts
 // only that container. Like the kubelet, fnv-32a over the JSON, in hex.
 func HashContainer(c *v1.Container) string {
@@ -123,6 +137,14 @@ func PodRefFromLabels(labels map[string]string) (PodRef, bool) {
 		return PodRef{}, false
 	}
 	return PodRef{UID: types.UID(uid), Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}, true
+}
+
+func annotationInt64(a map[string]string, key string, def int64) int64 {
+	n, err := strconv.ParseInt(a[key], 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
 }
 
 func annotationInt(a map[string]string, key string) int {

@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +20,25 @@ type PLEG struct {
 	last   map[string]entry
 	// Relisted, when set, observes each relist's duration (metrics, benchmarks).
 	Relisted func(time.Duration, error)
+
+	lastOK atomic.Int64 // unix nanos of the last successful relist
+}
+
+// plegThreshold is the kubelet's limit on the time since the last relist
+// before the node is unhealthy.
+const plegThreshold = 3 * time.Minute
+
+// Healthy fails when no relist succeeded for plegThreshold, with the
+// kubelet's message.
+func (p *PLEG) Healthy() error {
+	last := p.lastOK.Load()
+	if last == 0 {
+		return nil // not started yet
+	}
+	if since := time.Since(time.Unix(0, last)); since > plegThreshold {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", since.Round(time.Second), plegThreshold)
+	}
+	return nil
 }
 
 type entry struct {
@@ -65,6 +86,7 @@ func (p *PLEG) Relist(ctx context.Context) ([]types.UID, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.lastOK.Store(time.Now().UnixNano())
 	changed := map[types.UID]bool{}
 	for id, e := range cur {
 		if old, ok := p.last[id]; !ok || old.state != e.state {

@@ -43,9 +43,9 @@ func TestLabelsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(SandboxAnnotations(pod), map[string]string{"a": "b"}) {
 		t.Errorf("sandbox annotations = %v", SandboxAnnotations(pod))
 	}
-	cl := ContainerLabels(pod, &pod.Spec.Containers[0], ContainerTypeInit)
+	cl := ContainerLabels(pod, &pod.Spec.Containers[0])
 	wantCL := map[string]string{LabelPodName: "web", LabelPodNamespace: "shop", LabelPodUID: "uid-1",
-		LabelContainerName: "c", LabelContainerType: "init"}
+		LabelContainerName: "c"}
 	if !reflect.DeepEqual(cl, wantCL) {
 		t.Errorf("container labels = %v, want %v", cl, wantCL)
 	}
@@ -165,8 +165,8 @@ func fakeWithPod(t *testing.T) *critest.FakeRuntimeService {
 				AnnotationTerminationMessagePath: "/dev/termination-log"},
 		}}
 	}
-	la := ContainerLabels(pod, &v1.Container{Name: "a"}, ContainerTypeRegular)
-	lb := ContainerLabels(pod, &v1.Container{Name: "b"}, ContainerTypeInit)
+	la := ContainerLabels(pod, &v1.Container{Name: "a"})
+	lb := ContainerLabels(pod, &v1.Container{Name: "b"})
 	rt.SetFakeContainers([]*critest.FakeContainer{
 		ctr("a0", "a", 0, 1000, criv1.ContainerState_CONTAINER_EXITED, 0, la),
 		ctr("b0", "b", 0, 2000, criv1.ContainerState_CONTAINER_RUNNING, 0, lb),
@@ -212,15 +212,15 @@ func TestGetPodStatus(t *testing.T) {
 		t.Error("Previous(b), Latest(zz), Previous(zz) should be nil")
 	}
 	a0 := st.Previous("a")
-	wantA0 := &ContainerStatus{ID: "a0", SandboxID: "sb-new", Name: "a", Type: ContainerTypeRegular, Hash: "h-a",
+	wantA0 := &ContainerStatus{ID: "a0", SandboxID: "sb-new", Name: "a", Hash: "h-a",
 		State: criv1.ContainerState_CONTAINER_EXITED, CreatedAt: time.Unix(0, 1000), StartedAt: time.Unix(0, 1001),
 		FinishedAt: time.Unix(0, 1002), ExitCode: 3, Reason: "Error", Image: "busybox:1", ImageRef: "sha256:beef",
-		LogPath: "a/0.log", TerminationMessagePath: "/dev/termination-log"}
+		LogPath: "a/0.log", TerminationMessagePath: "/dev/termination-log", GracePeriod: -1}
 	if !reflect.DeepEqual(a0, wantA0) {
 		t.Errorf("converted container\n got: %+v\nwant: %+v", a0, wantA0)
 	}
-	if b := st.Latest("b"); b.Type != ContainerTypeInit || !b.FinishedAt.IsZero() {
-		t.Errorf("b: type %q finishedAt %v", b.Type, b.FinishedAt)
+	if b := st.Latest("b"); !b.FinishedAt.IsZero() {
+		t.Errorf("b: finishedAt %v", b.FinishedAt)
 	}
 	if a1 := st.Latest("a"); a1.RestartCount != 1 || a1.Attempt != 1 {
 		t.Errorf("a1 restartCount/attempt = %d/%d", a1.RestartCount, a1.Attempt)
@@ -375,7 +375,7 @@ func TestPLEGRelist(t *testing.T) {
 		{"nothing changed", func() error { return nil }, []types.UID{}, false},
 		{"container A created and started", func() (err error) {
 			cA, err = rt.CreateContainer(ctx, sbA, &criv1.ContainerConfig{Metadata: &criv1.ContainerMetadata{Name: "c"},
-				Image: &criv1.ImageSpec{Image: "busybox:1"}, Labels: ContainerLabels(podA, &podA.Spec.Containers[0], ContainerTypeRegular)}, nil)
+				Image: &criv1.ImageSpec{Image: "busybox:1"}, Labels: ContainerLabels(podA, &podA.Spec.Containers[0])}, nil)
 			if err != nil {
 				return err
 			}

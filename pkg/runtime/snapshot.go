@@ -21,6 +21,9 @@ type SandboxStatus struct {
 	CreatedAt time.Time
 	IPs       []string
 	HostNet   bool
+	// Hash is the AnnotationSandboxHash the sandbox was created with, ""
+	// when unknown (made by another agent).
+	Hash string
 }
 
 // ContainerStatus is what the agent needs to know about one container.
@@ -28,7 +31,6 @@ type ContainerStatus struct {
 	ID           string
 	SandboxID    string
 	Name         string
-	Type         ContainerType
 	Attempt      uint32
 	RestartCount int
 	Hash         string
@@ -46,6 +48,10 @@ type ContainerStatus struct {
 
 	TerminationMessagePath   string
 	TerminationMessagePolicy string
+	// GracePeriod is the pod's terminationGracePeriodSeconds when the
+	// container was made, -1 when not recorded: what an agent that lost
+	// the pod's spec stops it with.
+	GracePeriod int64
 }
 
 // PodStatus is the runtime's view of one pod: every sandbox and container
@@ -144,6 +150,7 @@ func sandboxStatus(ctx context.Context, rt Runtime, sb *criv1.PodSandbox) (*Sand
 		Attempt:   sb.GetMetadata().GetAttempt(),
 		State:     sb.State,
 		CreatedAt: time.Unix(0, sb.CreatedAt),
+		Hash:      sb.Annotations[AnnotationSandboxHash],
 	}
 	if sb.State != criv1.PodSandboxState_SANDBOX_READY {
 		return st, nil
@@ -159,13 +166,20 @@ func sandboxStatus(ctx context.Context, rt Runtime, sb *criv1.PodSandbox) (*Sand
 	s := resp.GetStatus()
 	st.State = s.GetState()
 	st.HostNet = s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == criv1.NamespaceMode_NODE
+	st.IPs = SandboxIPs(s)
+	return st, nil
+}
+
+// SandboxIPs lists a sandbox's IPs, primary first.
+func SandboxIPs(s *criv1.PodSandboxStatus) []string {
+	var ips []string
 	if ip := s.GetNetwork().GetIp(); ip != "" {
-		st.IPs = append(st.IPs, ip)
+		ips = append(ips, ip)
 	}
 	for _, ip := range s.GetNetwork().GetAdditionalIps() {
-		st.IPs = append(st.IPs, ip.GetIp())
+		ips = append(ips, ip.GetIp())
 	}
-	return st, nil
+	return ips
 }
 
 func convertContainer(c *criv1.Container, s *criv1.ContainerStatus) *ContainerStatus {
@@ -174,7 +188,6 @@ func convertContainer(c *criv1.Container, s *criv1.ContainerStatus) *ContainerSt
 		ID:                       c.Id,
 		SandboxID:                c.PodSandboxId,
 		Name:                     c.GetMetadata().GetName(),
-		Type:                     ContainerType(c.Labels[LabelContainerType]),
 		Attempt:                  c.GetMetadata().GetAttempt(),
 		RestartCount:             annotationInt(a, AnnotationRestartCount),
 		Hash:                     a[AnnotationContainerHash],
@@ -184,6 +197,7 @@ func convertContainer(c *criv1.Container, s *criv1.ContainerStatus) *ContainerSt
 		ImageRef:                 c.ImageRef,
 		TerminationMessagePath:   a[AnnotationTerminationMessagePath],
 		TerminationMessagePolicy: a[AnnotationTerminationMessagePolicy],
+		GracePeriod:              annotationInt64(a, AnnotationPodTerminationGracePeriod, -1),
 	}
 	if s == nil {
 		return out

@@ -180,7 +180,7 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 		Metadata:    &criv1.ContainerMetadata{Name: c.Name},
 		Image:       &criv1.ImageSpec{Image: imageID, UserSpecifiedImage: c.Image},
 		Command:     c.Command,
-		Labels:      nart.ContainerLabels(pod, c, nart.ContainerTypeRegular),
+		Labels:      nart.ContainerLabels(pod, c),
 		Annotations: nart.ContainerAnnotations(pod, c, 0),
 		LogPath:     nart.ContainerLogPath(c.Name, 0),
 		Mounts:      mounts,
