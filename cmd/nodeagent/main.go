@@ -29,7 +29,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(agentCmd(), versionCmd())
+	root.AddCommand(agentCmd(), serverCmd(), versionCmd())
 	return root
 }
 

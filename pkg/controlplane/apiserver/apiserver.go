@@ -1,12 +1,23 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
+
+// Version is what /version reports as the Kubernetes version served.
+var Version = struct{ Major, Minor, GitVersion string }{"1", "37", "v1.37.2-nodeagent"}
 
 // Config holds what the API server needs.
 type Config struct {
@@ -16,11 +27,23 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Keys of the resources the server itself uses.
+const (
+	nsResource = "/v1/namespaces"
+	saResource = "/v1/serviceaccounts"
+)
+
 // Server is the API server's HTTP side. Authentication happens in front of
 // it (the user is taken from the request context, see WithUser).
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg       Config
+	resources map[string]*registry.Resource // "<group>/<version>/<plural>"
+	stores    map[*registry.Resource]*storage.Store
+	ready     chan struct{}
+
+	purgeMu sync.Mutex
+	purging map[string]bool
+	ctx     context.Context // set by Run, for background work
 }
 
 // New builds the API server; Run starts its watch caches.
@@ -34,8 +57,110 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, mux: http.NewServeMux()}, nil
+	s := &Server{
+		cfg:       cfg,
+		resources: map[string]*registry.Resource{},
+		stores:    map[*registry.Resource]*storage.Store{},
+		ready:     make(chan struct{}),
+		purging:   map[string]bool{},
+	}
+	for _, res := range registry.All() {
+		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
+		if res.Virtual {
+			continue
+		}
+		st, err := storage.New(storage.Config{
+			Client:     cfg.Etcd,
+			Prefix:     cfg.Prefix,
+			Resource:   groupResource(res),
+			Namespaced: res.Namespaced,
+			NewFunc:    res.New,
+			Logger:     cfg.Logger.With("resource", res.Plural),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("storage for %s: %w", res.Plural, err)
+		}
+		s.stores[res] = st
+	}
+	return s, nil
 }
 
+func resourceKey(group, version, plural string) string { return group + "/" + version + "/" + plural }
+
+func (s *Server) store(key string) *storage.Store { return s.stores[s.resources[key]] }
+
+func newUID() types.UID { return uuid.NewUUID() }
+
+// Run starts every resource's watch cache, creates the system namespaces
+// and serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	s.ctx = ctx
+	errc := make(chan error, len(s.stores))
+	for res, st := range s.stores {
+		go func() {
+			if err := st.Run(ctx); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("watch cache %s: %w", res.Plural, err)
+			}
+		}()
+	}
+	for _, st := range s.stores {
+		select {
+		case <-st.Ready():
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	s.bootstrap(ctx)
+	close(s.ready)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Ready is closed once the caches are filled and the system namespaces exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
 // Handler serves the API.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveDiscovery(w, r) {
+		return
+	}
+	ri, ok := parseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
+	if !ok {
+		writeError(w, notFoundPath(r.URL.Path))
+		return
+	}
+	res := s.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]
+	if res == nil || (ri.Subresource != "" && !hasSubresource(res, ri.Subresource)) {
+		writeError(w, notFoundPath(r.URL.Path))
+		return
+	}
+	if err := s.authorize(r, res, ri); err != nil {
+		writeError(w, err)
+		return
+	}
+	select {
+	case <-s.ready:
+	default:
+		writeError(w, errNotReady)
+		return
+	}
+	h := &resourceHandler{s: s, res: res, st: s.stores[res], ri: ri}
+	h.serve(w, r)
+}
+
+func hasSubresource(res *registry.Resource, sub string) bool {
+	for _, s := range res.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
+)
+
+func serverCmd() *cobra.Command {
+	var (
+		cfg       server.Config
+		verbosity int
+	)
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the bundled control plane: etcd (embedded or external) and the API server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = newLogger(verbosity)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return server.Run(ctx, cfg)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "Directory for the PKI, the embedded etcd, admin.kubeconfig and tokens.csv.")
+	fs.IntVar(&cfg.SecurePort, "secure-port", server.DefaultSecurePort, "The port on which to serve HTTPS with authentication.")
+	fs.StringVar(&cfg.BindAddress, "bind-address", server.DefaultBindAddress, "The IP address on which to listen for the --secure-port port.")
+	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "List of etcd servers to connect with (scheme://ip:port), comma separated. Empty runs an embedded etcd.")
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 0, "Loopback client port of the embedded etcd (default 2379).")
+	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "Loopback peer port of the embedded etcd (default 2380).")
+	fs.StringSliceVar(&cfg.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
+	fs.BoolVar(&cfg.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
+	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
+	return cmd
+}

@@ -1,0 +1,219 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
+)
+
+// The namespaces every cluster has.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// defaultTolerationSeconds is the DefaultTolerationSeconds admission
+// plugin's value for not-ready and unreachable nodes.
+const defaultTolerationSeconds = int64(300)
+
+func storageListAll(filter func(runtime.Object) bool) storage.ListOptions {
+	return storage.ListOptions{Filter: filter}
+}
+
+// admitNamespace is the NamespaceLifecycle admission: no new objects in a
+// missing or terminating namespace.
+func (s *Server) admitNamespace(ctx context.Context, name string) error {
+	obj, err := s.store(nsResource).Get(ctx, "", name)
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(v1.Resource("namespaces"), name)
+	}
+	if err != nil {
+		return err
+	}
+	if ns := obj.(*v1.Namespace); ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+		return apierrors.NewForbidden(v1.Resource("namespaces"), name,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+	}
+	return nil
+}
+
+// admit runs the mutating admission plugins that apply on create.
+func (s *Server) admit(res *registry.Resource, obj runtime.Object) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		addDefaultTolerations(pod)
+		if pod.Spec.ServiceAccountName == "" {
+			pod.Spec.ServiceAccountName = "default"
+		}
+	}
+}
+
+// addDefaultTolerations adds the DefaultTolerationSeconds plugin's
+// not-ready/unreachable tolerations unless the pod has its own.
+func addDefaultTolerations(pod *v1.Pod) {
+	for _, key := range []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable} {
+		has := false
+		for _, t := range pod.Spec.Tolerations {
+			if (t.Key == key || (t.Key == "" && t.Operator == v1.TolerationOpExists)) &&
+				(t.Effect == v1.TaintEffectNoExecute || t.Effect == "") {
+				has = true
+			}
+		}
+		if !has {
+			secs := defaultTolerationSeconds
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{
+				Key: key, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs,
+			})
+		}
+	}
+}
+
+// afterCreate gives a new namespace its default service account (the
+// service account controller's job upstream).
+func (s *Server) afterCreate(ctx context.Context, res *registry.Resource, obj runtime.Object) {
+	if ns, ok := obj.(*v1.Namespace); ok {
+		s.ensureServiceAccount(ctx, ns.Name)
+	}
+}
+
+func (s *Server) ensureServiceAccount(ctx context.Context, ns string) {
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	s.createInternal(ctx, saResource, sa)
+}
+
+// createInternal creates an object on the server's own behalf; an existing
+// one is fine.
+func (s *Server) createInternal(ctx context.Context, kind string, obj runtime.Object) {
+	res := s.resources[kind]
+	m, _ := meta.Accessor(obj)
+	m.SetUID(newUID())
+	m.SetCreationTimestamp(metav1.Now())
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	if _, err := s.store(kind).Create(ctx, obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		s.cfg.Logger.Error("create built-in object", "kind", kind, "name", m.GetName(), "err", err)
+	}
+}
+
+// bootstrap creates the system namespaces and their service accounts.
+func (s *Server) bootstrap(ctx context.Context) {
+	for _, name := range systemNamespaces {
+		s.createInternal(ctx, nsResource, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		s.ensureServiceAccount(ctx, name)
+	}
+}
+
+// deleteObject deletes as upstream does: a bound pod with a grace period
+// is only marked (its node deletes it with grace 0 once stopped); an
+// object with finalizers is marked and goes when they are removed; a
+// namespace turns Terminating and is emptied first.
+func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, error) {
+	st := h.st
+	dry := len(opts.DryRun) > 0
+	existing, err := st.Get(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPreconditions(h.res, existing, opts.Preconditions); err != nil {
+		return nil, err
+	}
+	grace := gracePeriod(existing, opts)
+	m, _ := meta.Accessor(existing)
+	if grace > 0 || len(m.GetFinalizers()) > 0 || h.res.Plural == "namespaces" {
+		marked, err := st.Update(ctx, ns, name, func(cur runtime.Object) (runtime.Object, error) {
+			return markDeleted(cur, grace), nil
+		}, dry)
+		if err != nil {
+			return nil, err
+		}
+		if h.res.Plural == "namespaces" && !dry {
+			s.purgeNamespaceLater(name)
+		}
+		if done, err := s.finishDeletion(ctx, h, marked, dry); err != nil || done != nil {
+			return done, err
+		}
+		return marked, nil
+	}
+	return st.Delete(ctx, ns, name, func(cur runtime.Object) error {
+		return checkPreconditions(h.res, cur, opts.Preconditions)
+	}, dry)
+}
+
+func checkPreconditions(res *registry.Resource, obj runtime.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	m, _ := meta.Accessor(obj)
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(groupResource(res), m.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(groupResource(res), m.GetName(),
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+// gracePeriod is the deletion's grace: only bound, unfinished pods get one
+// (the pod's own unless the request names another).
+func gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return 0
+	}
+	g := int64(v1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		g = *opts.GracePeriodSeconds
+	}
+	if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < g {
+		g = *pod.DeletionGracePeriodSeconds // a deletion may only shorten the grace
+	}
+	if g < 0 {
+		g = 0
+	}
+	return g
+}
+
+func markDeleted(obj runtime.Object, grace int64) runtime.Object {
+	m, _ := meta.Accessor(obj)
+	if m.GetDeletionTimestamp() == nil || (m.GetDeletionGracePeriodSeconds() != nil && grace < *m.GetDeletionGracePeriodSeconds()) {
+		t := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
+		m.SetDeletionTimestamp(&t)
+		m.SetDeletionGracePeriodSeconds(&grace)
+	}
+	if ns, ok := obj.(*v1.Namespace); ok {
+		ns.Status.Phase = v1.NamespaceTerminating
+	}
+	return obj
+}
+
+// finishDeletion removes an object that is marked for deletion and has
+// nothing left to wait for: no finalizers and no grace period. It returns
+// the deleted object, or nil when the object stays.
+func (s *Server) finishDeletion(ctx context.Context, h *resourceHandler, obj runtime.Object, dry bool) (runtime.Object, error) {
+	m, _ := meta.Accessor(obj)
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || h.res.Plural == "namespaces" {
+		return nil, nil
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return nil, nil
+	}
+	deleted, err := h.st.Delete(ctx, m.GetNamespace(), m.GetName(), nil, dry)
+	if apierrors.IsNotFound(err) {
+		return obj, nil
+	}
+	return deleted, err
+}

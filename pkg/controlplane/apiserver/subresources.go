@@ -1,0 +1,195 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
+)
+
+// nodeStreaming are the pod subresources the node serves; the proxy to
+// the node's API arrives with the node API issue.
+var nodeStreaming = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
+
+func errNodeAPI(sub string) error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not available yet: the API server does not proxy to the node's API in this version", sub))
+}
+
+// getSubresource serves GET on status, scale and the node's streams.
+func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	switch {
+	case nodeStreaming[h.ri.Subresource]:
+		return errNodeAPI(h.res.Plural + "/" + h.ri.Subresource)
+	case h.ri.Subresource == "scale":
+		obj, err := h.st.Get(ctx, h.ri.Namespace, h.ri.Name)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, scaleOf(obj))
+		return nil
+	}
+	return h.get(ctx, w, r)
+}
+
+// createSubresource serves POST on binding, eviction and the streams.
+func (h *resourceHandler) createSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	switch h.ri.Subresource {
+	case "binding":
+		return h.bind(ctx, w, r)
+	case "eviction":
+		return h.evict(ctx, w, r)
+	}
+	if nodeStreaming[h.ri.Subresource] || h.ri.Subresource == "token" {
+		return errNodeAPI(h.res.Plural + "/" + h.ri.Subresource)
+	}
+	return methodNotSupported(groupResource(h.res), "create")
+}
+
+// bind sets spec.nodeName once, as the scheduler's Binding does.
+func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	var b v1.Binding
+	if err := readBody(r, &b); err != nil {
+		return err
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		return badRequest("binding target must be a Node, not %q", b.Target.Kind)
+	}
+	if b.Target.Name == "" {
+		return badRequest("binding target name is required")
+	}
+	_, err := h.st.Update(ctx, h.ri.Namespace, h.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
+		pod := cur.(*v1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		return pod, nil
+	}, dryRun(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+// evict deletes the pod with the eviction's delete options (no
+// PodDisruptionBudgets are served, so none can refuse).
+func (h *resourceHandler) evict(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	var ev policyv1.Eviction
+	if err := readBody(r, &ev); err != nil {
+		return err
+	}
+	opts := ev.DeleteOptions
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if _, err := h.s.deleteObject(ctx, h, h.ri.Namespace, h.ri.Name, opts); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+// updateSubresource serves PUT/PATCH on scale and finalize.
+func (h *resourceHandler) updateSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	switch h.ri.Subresource {
+	case "scale":
+		return h.updateScale(ctx, w, r)
+	case "finalize":
+		return h.update(ctx, w, r)
+	}
+	return methodNotSupported(groupResource(h.res), h.ri.Verb)
+}
+
+func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	var sc autoscalingv1.Scale
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return badRequest("read body: %v", err)
+	}
+	if r.Method == http.MethodPatch {
+		cur, err := h.st.Get(ctx, h.ri.Namespace, h.ri.Name)
+		if err != nil {
+			return err
+		}
+		raw, _ := json.Marshal(scaleOf(cur))
+		pt := patchTypeOf(r)
+		if body, err = applyPatch(pt, raw, body, &autoscalingv1.Scale{}); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	ct := r.Header.Get("Content-Type")
+	if r.Method == http.MethodPatch {
+		ct = "application/json"
+	}
+	if err := decodeInto(ct, body, &sc); err != nil {
+		return badRequest("invalid Scale: %v", err)
+	}
+	if sc.Spec.Replicas < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("Scale.Spec.Replicas %d must be >= 0", sc.Spec.Replicas))
+	}
+	updated, err := h.st.Update(ctx, h.ri.Namespace, h.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
+		m, _ := meta.Accessor(cur)
+		if sc.ResourceVersion != "" && sc.ResourceVersion != m.GetResourceVersion() {
+			return nil, apierrors.NewConflict(groupResource(h.res), m.GetName(), errorString("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		setReplicas(cur, sc.Spec.Replicas)
+		m.SetGeneration(m.GetGeneration() + 1)
+		return cur, nil
+	}, dryRun(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, scaleOf(updated))
+	return nil
+}
+
+// virtualCreate answers the review APIs, which are computed, not stored.
+func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *http.Request, res *registry.Resource, obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *authzv1.SelfSubjectAccessReview:
+		u, ok := UserFrom(r.Context())
+		o.Status.Allowed = !ok || isMaster(u)
+		if !o.Status.Allowed {
+			o.Status.Reason = "only members of system:masters are authorized in this version"
+		}
+	case *authnv1.TokenReview:
+		o.Status.Authenticated = false
+		o.Status.Error = "token review is not available in this version"
+	default:
+		return methodNotSupported(groupResource(res), "create")
+	}
+	s.writeObject(w, r, res, http.StatusCreated, obj)
+	return nil
+}
+
+func isMaster(u User) bool {
+	for _, g := range u.Groups {
+		if g == mastersGroup {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+// Package etcd gives the control plane its storage: either an etcd server
+// embedded in the process (the default, one member on loopback) or an
+// external etcd cluster. Both are reached through the same clientv3 client,
+// so the API server has one storage code path.
+//
+//	e, err := etcd.Start(ctx, etcd.Config{DataDir: "/var/lib/nodeagent/etcd"})
+//	if err != nil { ... }
+//	defer e.Close()
+//	cli := e.Client()
+//
+// With Config.Servers set (kube-apiserver's --etcd-servers), nothing is
+// embedded and CAFile/CertFile/KeyFile configure client TLS.
+//
+// The embedded server reopens the same data directory on restart, logs at
+// warn level, and compacts its history every five minutes as kube-apiserver
+// does for an external etcd.
+package etcd

@@ -1,0 +1,243 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Defaults for the embedded server.
+const (
+	DefaultClientPort        = 2379
+	DefaultPeerPort          = 2380
+	DefaultStartTimeout      = time.Minute
+	DefaultCompactionPeriod  = 5 * time.Minute
+	defaultDialTimeout       = 5 * time.Second
+	defaultHealthCheckPrefix = "/nodeagent-health"
+	memberName               = "nodeagent"
+)
+
+// Config selects and configures the etcd the control plane uses.
+type Config struct {
+	// DataDir is the embedded server's data directory (required unless
+	// Servers is set). It is created with mode 0700 and reused on restart.
+	DataDir string
+	// ClientPort and PeerPort are the embedded server's loopback ports
+	// (defaults 2379 and 2380).
+	ClientPort int
+	PeerPort   int
+	// CompactionPeriod is the embedded server's periodic auto-compaction
+	// retention (default 5m).
+	CompactionPeriod time.Duration
+	// StartTimeout bounds the wait for the embedded server to become ready,
+	// or for an external cluster to answer (default 1m).
+	StartTimeout time.Duration
+
+	// Servers are the client URLs of an external etcd cluster. When set,
+	// nothing is embedded.
+	Servers []string
+	// CAFile, CertFile and KeyFile configure client TLS for Servers.
+	CAFile, CertFile, KeyFile string
+
+	Logger *slog.Logger
+}
+
+// Etcd is a running etcd (embedded or external) and a client to it.
+type Etcd struct {
+	embedded *embed.Etcd
+	closing  *atomic.Bool // demotes etcd's shutdown noise
+	client   *clientv3.Client
+	log      *slog.Logger
+}
+
+// Start starts the embedded etcd server, or connects to the external
+// cluster when cfg.Servers is set, and returns once it answers requests.
+func Start(ctx context.Context, cfg Config) (*Etcd, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if len(cfg.Servers) > 0 {
+		return startExternal(ctx, cfg)
+	}
+	return startEmbedded(ctx, cfg)
+}
+
+func startExternal(ctx context.Context, cfg Config) (*Etcd, error) {
+	var tlsCfg *tls.Config
+	if cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" {
+		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
+		var err error
+		if tlsCfg, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcd client TLS: %w", err)
+		}
+	}
+	cli, err := newClient(cfg.Servers, tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Etcd{client: cli, log: cfg.Logger}
+	if err := e.waitHealthy(ctx, cfg.StartTimeout); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("external etcd %v: %w", cfg.Servers, err)
+	}
+	cfg.Logger.Info("connected to external etcd", "servers", cfg.Servers)
+	return e, nil
+}
+
+func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("etcd: DataDir is required for the embedded server")
+	}
+	if cfg.ClientPort == 0 {
+		cfg.ClientPort = DefaultClientPort
+	}
+	if cfg.PeerPort == 0 {
+		cfg.PeerPort = DefaultPeerPort
+	}
+	if cfg.CompactionPeriod <= 0 {
+		cfg.CompactionPeriod = DefaultCompactionPeriod
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcd data dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcd data dir: %w", err)
+	}
+
+	ec := embed.NewConfig()
+	ec.Name = memberName
+	ec.Dir = cfg.DataDir
+	clientURL := loopbackURL("http", cfg.ClientPort)
+	peerURL := loopbackURL("http", cfg.PeerPort)
+	ec.ListenClientUrls = []url.URL{clientURL}
+	ec.AdvertiseClientUrls = []url.URL{clientURL}
+	ec.ListenPeerUrls = []url.URL{peerURL}
+	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	closing := new(atomic.Bool)
+	ec.Logger = "zap"
+	ec.LogLevel = "warn"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(cfg.Logger, closing))
+	ec.AutoCompactionMode = "periodic"
+	ec.AutoCompactionRetention = cfg.CompactionPeriod.String()
+
+	srv, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd (data dir %s, client %s): %w", cfg.DataDir, clientURL.Host, err)
+	}
+	defer func() {
+		if retErr != nil {
+			closing.Store(true)
+			srv.Close()
+		}
+	}()
+
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-srv.Server.ReadyNotify():
+	case err := <-srv.Err():
+		return nil, fmt.Errorf("embedded etcd failed while starting: %w", err)
+	case <-timer.C:
+		return nil, fmt.Errorf("embedded etcd (data dir %s) not ready after %s: is another etcd using the data dir or port %d?",
+			cfg.DataDir, cfg.StartTimeout, cfg.ClientPort)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("embedded etcd start: %w", ctx.Err())
+	}
+
+	cli, err := newClient([]string{clientURL.String()}, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("embedded etcd ready", "dataDir", cfg.DataDir, "client", clientURL.String())
+	return &Etcd{embedded: srv, closing: closing, client: cli, log: cfg.Logger}, nil
+}
+
+func newClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: defaultDialTimeout,
+		TLS:         tlsCfg,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
+
+// waitHealthy retries a linearizable read until it succeeds or the
+// timeout passes; clientv3 dials lazily, so this is the first contact.
+func (e *Etcd) waitHealthy(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	for {
+		if lastErr = e.Healthy(ctx); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy after %s: %w", timeout, lastErr)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Healthy reports whether etcd answers a linearizable read (what
+// kube-apiserver's etcd health check does).
+func (e *Etcd) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := e.client.Get(ctx, defaultHealthCheckPrefix)
+	return err
+}
+
+// Client returns the client to etcd, embedded or external.
+func (e *Etcd) Client() *clientv3.Client { return e.client }
+
+// Embedded reports whether this process runs the etcd server.
+func (e *Etcd) Embedded() bool { return e.embedded != nil }
+
+// Err reports a fatal error of the embedded server; for an external
+// cluster it never fires.
+func (e *Etcd) Err() <-chan error {
+	if e.embedded == nil {
+		return nil
+	}
+	return e.embedded.Err()
+}
+
+// Close closes the client and stops the embedded server, if any.
+func (e *Etcd) Close() error {
+	err := e.client.Close()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	if e.embedded != nil {
+		e.closing.Store(true)
+		e.embedded.Close()
+		e.log.Info("embedded etcd stopped")
+	}
+	return err
+}
+
+func loopbackURL(scheme string, port int) url.URL {
+	return url.URL{Scheme: scheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+}

@@ -1,0 +1,437 @@
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// File names inside the PKI directory.
+const (
+	CACertFile        = "ca.crt"
+	CAKeyFile         = "ca.key"
+	ServingCertFile   = "apiserver.crt"
+	ServingKeyFile    = "apiserver.key"
+	AdminCertFile     = "admin.crt"
+	AdminKeyFile      = "admin.key"
+	AdminUser         = "kubernetes-admin"
+	AdminGroup        = "system:masters"
+	CAValidity        = 10 * 365 * 24 * time.Hour
+	LeafValidity      = 365 * 24 * time.Hour
+	RenewBefore       = 30 * 24 * time.Hour
+	notBeforeSkew     = 5 * time.Minute
+	servingCommonName = "kube-apiserver"
+)
+
+// Options tune Ensure. The zero value uses the host's name and addresses.
+type Options struct {
+	// ExtraSANs are added to the serving certificate (DNS names or IPs).
+	ExtraSANs []string
+	// Hostname defaults to os.Hostname().
+	Hostname string
+	// IPs are the node's addresses; by default those of its interfaces.
+	IPs []net.IP
+	// Now is the clock (tests); default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// PKI is the loaded certificate directory.
+type PKI struct {
+	Dir    string
+	CACert *x509.Certificate
+	CAKey  crypto.Signer
+	CAPEM  []byte
+	// ServingCertPath and ServingKeyPath hold the API server's serving pair.
+	ServingCertPath, ServingKeyPath string
+	// AdminCertPEM and AdminKeyPEM are the cluster-admin client credentials.
+	AdminCertPEM, AdminKeyPEM []byte
+
+	now func() time.Time
+}
+
+// Ensure loads the PKI in dir, creating or renewing what is missing or
+// no longer valid.
+func Ensure(dir string, opts Options) (*PKI, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pki dir: %w", err)
+	}
+	p := &PKI{
+		Dir:             dir,
+		ServingCertPath: filepath.Join(dir, ServingCertFile),
+		ServingKeyPath:  filepath.Join(dir, ServingKeyFile),
+		now:             opts.Now,
+	}
+	if err := p.ensureCA(opts.Logger); err != nil {
+		return nil, err
+	}
+	dnsNames, ips, err := servingSANs(opts)
+	if err != nil {
+		return nil, err
+	}
+	serving := leafSpec{
+		name:     "apiserver",
+		cn:       servingCommonName,
+		dnsNames: dnsNames,
+		ips:      ips,
+		usage:    x509.ExtKeyUsageServerAuth,
+	}
+	if _, _, err := p.ensureLeaf(serving, opts.Logger); err != nil {
+		return nil, err
+	}
+	admin := leafSpec{name: "admin", cn: AdminUser, orgs: []string{AdminGroup}, usage: x509.ExtKeyUsageClientAuth}
+	if p.AdminCertPEM, p.AdminKeyPEM, err = p.ensureLeaf(admin, opts.Logger); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// CertPool returns a pool holding only the CA, for verifying clients and
+// the server.
+func (p *PKI) CertPool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.CACert)
+	return pool
+}
+
+// ServingCertificate loads the serving pair for a tls.Config.
+func (p *PKI) ServingCertificate() (tls.Certificate, error) {
+	return tls.LoadX509KeyPair(p.ServingCertPath, p.ServingKeyPath)
+}
+
+// IssueClientCert signs a client certificate (ExtKeyUsageClientAuth) for
+// cn and orgs, valid for validity (LeafValidity when zero). Kubernetes maps
+// CN to the user name and O to its groups.
+func (p *PKI) IssueClientCert(cn string, orgs []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	if cn == "" {
+		return nil, nil, errors.New("pki: client certificate needs a common name")
+	}
+	if validity <= 0 {
+		validity = LeafValidity
+	}
+	return p.issue(leafSpec{cn: cn, orgs: orgs, usage: x509.ExtKeyUsageClientAuth}, validity)
+}
+
+func (p *PKI) ensureCA(log *slog.Logger) error {
+	certPath, keyPath := filepath.Join(p.Dir, CACertFile), filepath.Join(p.Dir, CAKeyFile)
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	switch {
+	case errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist):
+		return p.createCA(certPath, keyPath, log)
+	case certErr != nil:
+		return fmt.Errorf("read CA certificate: %w", certErr)
+	case keyErr != nil:
+		return fmt.Errorf("read CA key: %w", keyErr)
+	}
+	cert, key, err := parsePair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("CA in %s: %w (remove ca.crt and ca.key to create a new CA; every issued credential becomes invalid)", p.Dir, err)
+	}
+	if !cert.IsCA {
+		return fmt.Errorf("CA in %s: %s is not a CA certificate", p.Dir, CACertFile)
+	}
+	if p.now().After(cert.NotAfter) {
+		return fmt.Errorf("CA in %s expired on %s (remove ca.crt and ca.key to create a new CA)", p.Dir, cert.NotAfter.Format(time.RFC3339))
+	}
+	p.CACert, p.CAKey, p.CAPEM = cert, key, certPEM
+	return nil
+}
+
+func (p *PKI) createCA(certPath, keyPath string, log *slog.Logger) error {
+	key, err := newKey()
+	if err != nil {
+		return err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return err
+	}
+	now := p.now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "nodeagent-ca"},
+		NotBefore:             now.Add(-notBeforeSkew),
+		NotAfter:              now.Add(CAValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return fmt.Errorf("create CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := encode(der, key)
+	if err != nil {
+		return err
+	}
+	// Key first: a lone key is an error on the next start, never a silent
+	// new CA over an old certificate.
+	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := writeFile(certPath, certPEM, 0o644); err != nil {
+		return err
+	}
+	log.Info("created cluster CA", "dir", p.Dir, "notAfter", cert.NotAfter)
+	p.CACert, p.CAKey, p.CAPEM = cert, key, certPEM
+	return nil
+}
+
+// leafSpec describes a certificate signed by the CA.
+type leafSpec struct {
+	name     string // file name stem
+	cn       string
+	orgs     []string
+	dnsNames []string
+	ips      []net.IP
+	usage    x509.ExtKeyUsage
+}
+
+// ensureLeaf reuses <name>.crt/.key when still good for spec, else issues
+// and writes a new pair.
+func (p *PKI) ensureLeaf(spec leafSpec, log *slog.Logger) (certPEM, keyPEM []byte, err error) {
+	certPath, keyPath := filepath.Join(p.Dir, spec.name+".crt"), filepath.Join(p.Dir, spec.name+".key")
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	if certErr == nil && keyErr == nil {
+		reason := p.renewReason(certPEM, keyPEM, spec)
+		if reason == "" {
+			return certPEM, keyPEM, nil
+		}
+		log.Info("renewing certificate", "cert", certPath, "reason", reason)
+	} else if !errors.Is(certErr, fs.ErrNotExist) && certErr != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", certPath, certErr)
+	} else if !errors.Is(keyErr, fs.ErrNotExist) && keyErr != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", keyPath, keyErr)
+	}
+	if certPEM, keyPEM, err = p.issue(spec, LeafValidity); err != nil {
+		return nil, nil, err
+	}
+	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+		return nil, nil, err
+	}
+	if err := writeFile(certPath, certPEM, 0o644); err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
+// renewReason says why an existing pair no longer serves spec ("" if it does).
+func (p *PKI) renewReason(certPEM, keyPEM []byte, spec leafSpec) string {
+	cert, _, err := parsePair(certPEM, keyPEM)
+	if err != nil {
+		return err.Error()
+	}
+	if err := cert.CheckSignatureFrom(p.CACert); err != nil {
+		return "not signed by the current CA"
+	}
+	if p.now().Add(RenewBefore).After(cert.NotAfter) {
+		return "expires within 30 days"
+	}
+	if !slices.Contains(cert.ExtKeyUsage, spec.usage) {
+		return "missing extended key usage"
+	}
+	if cert.Subject.CommonName != spec.cn || !sameSet(cert.Subject.Organization, spec.orgs) {
+		return "subject changed"
+	}
+	for _, name := range spec.dnsNames {
+		if !slices.Contains(cert.DNSNames, name) {
+			return "lacks SAN " + name
+		}
+	}
+	for _, ip := range spec.ips {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return "lacks SAN " + ip.String()
+		}
+	}
+	return ""
+}
+
+func (p *PKI) issue(spec leafSpec, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	now := p.now()
+	notAfter := now.Add(validity)
+	if notAfter.After(p.CACert.NotAfter) {
+		notAfter = p.CACert.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
+		NotBefore:             now.Add(-notBeforeSkew),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:           []x509.ExtKeyUsage{spec.usage},
+		BasicConstraintsValid: true,
+		DNSNames:              spec.dnsNames,
+		IPAddresses:           spec.ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CACert, key.Public(), p.CAKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("issue certificate %q: %w", spec.cn, err)
+	}
+	return encode(der, key)
+}
+
+// servingSANs lists the serving certificate's names: loopback, the host's
+// name and addresses, the in-cluster service names, and opts.ExtraSANs.
+func servingSANs(opts Options) ([]string, []net.IP, error) {
+	hostname := opts.Hostname
+	if hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, nil, fmt.Errorf("hostname: %w", err)
+		}
+		hostname = h
+	}
+	nodeIPs := opts.IPs
+	if nodeIPs == nil {
+		var err error
+		if nodeIPs, err = hostIPs(); err != nil {
+			return nil, nil, err
+		}
+	}
+	dns := []string{
+		"localhost", hostname,
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	ips = append(ips, nodeIPs...)
+	for _, san := range opts.ExtraSANs {
+		if ip := net.ParseIP(san); ip != nil {
+			ips = append(ips, ip)
+		} else if san != "" {
+			dns = append(dns, san)
+		}
+	}
+	return uniqueStrings(dns), uniqueIPs(ips), nil
+}
+
+// hostIPs returns the addresses of the host's interfaces, link-local excluded.
+func hostIPs() ([]net.IP, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("interface addresses: %w", err)
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsLinkLocalMulticast() {
+			continue
+		}
+		ips = append(ips, ipn.IP)
+	}
+	return ips, nil
+}
+
+func uniqueStrings(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func uniqueIPs(in []net.IP) []net.IP {
+	var out []net.IP
+	for _, ip := range in {
+		if !slices.ContainsFunc(out, ip.Equal) {
+			if v4 := ip.To4(); v4 != nil {
+				ip = v4
+			}
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func newKey() (*ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	return key, nil
+}
+
+// newSerial returns 127 random bits plus one: positive and unique
+// (RFC 5280 allows up to 20 octets).
+func newSerial() (*big.Int, error) {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	return n.Add(n, big.NewInt(1)), nil
+}
+
+// writeFile replaces path atomically with data and mode.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package registry
+
+import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Reviews are virtual: create-only, answered from the request, never stored
+// or listed (NewList is nil).
+
+var tokenReviews = &Resource{
+	GVK:      authenticationv1.SchemeGroupVersion.WithKind("TokenReview"),
+	Plural:   "tokenreviews",
+	Singular: "tokenreview",
+	Verbs:    createOnly,
+	Virtual:  true,
+	New:      func() runtime.Object { return &authenticationv1.TokenReview{} },
+	Validate: check(func(r *authenticationv1.TokenReview) field.ErrorList {
+		if r.Spec.Token == "" {
+			return field.ErrorList{field.Required(field.NewPath("spec", "token"), "token is required for TokenReview in authentication")}
+		}
+		return nil
+	}),
+}
+
+var selfSubjectAccessReviews = &Resource{
+	GVK:      authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"),
+	Plural:   "selfsubjectaccessreviews",
+	Singular: "selfsubjectaccessreview",
+	Verbs:    createOnly,
+	Virtual:  true,
+	New:      func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
+	Validate: check(validateSelfSubjectAccessReview),
+}
+
+func validateSelfSubjectAccessReview(r *authorizationv1.SelfSubjectAccessReview) field.ErrorList {
+	var errs field.ErrorList
+	meta := r.ObjectMeta
+	meta.ManagedFields = nil
+	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata"), r.ObjectMeta, "must be empty"))
+	}
+	sp := field.NewPath("spec")
+	switch {
+	case r.Spec.ResourceAttributes != nil && r.Spec.NonResourceAttributes != nil:
+		errs = append(errs, field.Invalid(sp.Child("nonResourceAttributes"), r.Spec.NonResourceAttributes, "cannot be specified in combination with resourceAttributes"))
+	case r.Spec.ResourceAttributes == nil && r.Spec.NonResourceAttributes == nil:
+		errs = append(errs, field.Invalid(sp.Child("resourceAttributes"), r.Spec.NonResourceAttributes, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	}
+	return errs
+}

@@ -1,0 +1,17 @@
+// Package registry describes every resource the API server serves, as data
+// plus small hook functions, so that the HTTP layer (pkg/controlplane/apiserver)
+// stays generic: discovery facts (names, short names, categories, verbs,
+// subresources), constructors, and the per-resource behaviour upstream
+// kube-apiserver keeps in pkg/registry/*/strategy.go, pkg/apis/*/validation
+// and pkg/printers/internalversion: defaulting, preparing objects for create
+// and update, validation, field-selector attributes and Table output.
+//
+// Hooks work on the versioned (k8s.io/api) types directly: there is no
+// internal version. A create runs Default, PrepareForCreate, Validate; an
+// update runs Default, PrepareForUpdate, ValidateUpdate; a status update runs
+// PrepareForStatusUpdate, ValidateStatusUpdate. Generic metadata (uid,
+// creationTimestamp, resourceVersion, generateName, deletion) is the HTTP
+// layer's business, as are the allocation of service cluster IPs and node
+// ports and the semantics of the connect/action subresources (log, exec,
+// binding, eviction, token ...), which are only listed here.
+package registry

@@ -1,0 +1,249 @@
+package registry
+
+import (
+	"sync"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Now is the clock Table uses for AGE and other relative times.
+var Now = time.Now
+
+// Resource describes one served resource and its per-resource behaviour.
+type Resource struct {
+	GVK          schema.GroupVersionKind
+	Plural       string
+	Singular     string
+	ShortNames   []string
+	Categories   []string
+	Namespaced   bool
+	Verbs        []string // discovery verbs
+	Subresources []string // "status", "scale", "log" ...; see SubresourceVerbs
+	// Virtual resources (reviews) are create-only and never stored: the
+	// HTTP layer computes the response from the request.
+	Virtual bool
+
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// Hooks; nil means "nothing to do".
+	PrepareForCreate       func(obj runtime.Object)
+	PrepareForUpdate       func(obj, old runtime.Object)
+	PrepareForStatusUpdate func(obj, old runtime.Object)
+	Default                func(obj runtime.Object)
+	Validate               func(obj runtime.Object) field.ErrorList
+	ValidateUpdate         func(obj, old runtime.Object) field.ErrorList
+	FieldSet               func(obj runtime.Object) fields.Set
+	// Table returns the columns and one row of cells per object. With wide
+	// false only priority-0 columns are returned; upstream's server always
+	// prints wide and lets the client drop priority>0 columns.
+	Table func(objs []runtime.Object, wide bool) ([]metav1.TableColumnDefinition, [][]interface{})
+
+	// ValidateStatusUpdate validates an update through the status subresource.
+	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// PrepareForFinalize and ValidateFinalize serve namespaces/finalize.
+	PrepareForFinalize func(obj, old runtime.Object)
+	ValidateFinalize   func(obj, old runtime.Object) field.ErrorList
+	// GetScale and SetScale serve the scale subresource (autoscaling/v1
+	// Scale): GetScale reads it from obj, SetScale validates s and applies
+	// its spec.replicas to obj.
+	GetScale func(obj runtime.Object) *autoscalingv1.Scale
+	SetScale func(obj runtime.Object, s *autoscalingv1.Scale) field.ErrorList
+}
+
+// GroupVersionResource is the resource's group, version and plural name.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GVK.GroupVersion().WithResource(r.Plural)
+}
+
+// HasSubresource reports whether r serves the named subresource.
+func (r *Resource) HasSubresource(name string) bool {
+	for _, s := range r.Subresources {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// SubresourceVerbs gives the discovery verbs of a subresource, as upstream
+// advertises them.
+var SubresourceVerbs = map[string][]string{
+	"status":      {"get", "patch", "update"},
+	"scale":       {"get", "patch", "update"},
+	"binding":     {"create"},
+	"eviction":    {"create"},
+	"log":         {"get"},
+	"exec":        {"create", "get"},
+	"attach":      {"create", "get"},
+	"portforward": {"create", "get"},
+	"proxy":       {"create", "delete", "get", "patch", "update"},
+	"token":       {"create"},
+	"finalize":    {"update"},
+}
+
+// Upstream's discovery verbs.
+var (
+	allVerbs      = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	noCollDelete  = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	createOnly    = []string{"create"}
+	categoriesAll = []string{"all"}
+)
+
+// All returns every served resource, in a stable order.
+func All() []*Resource {
+	return []*Resource{
+		pods, namespaces, nodes, coreEvents, configMaps, secrets, serviceAccounts, services, endpoints,
+		leases,
+		deployments, replicaSets,
+		eventsV1,
+		tokenReviews, selfSubjectAccessReviews,
+	}
+}
+
+var index = sync.OnceValue(func() map[schema.GroupVersionResource]*Resource {
+	m := map[schema.GroupVersionResource]*Resource{}
+	for _, r := range All() {
+		m[r.GroupVersionResource()] = r
+	}
+	return m
+})
+
+// Lookup returns the resource served at group/version/plural, or nil.
+func Lookup(group, version, plural string) *Resource {
+	return index()[schema.GroupVersionResource{Group: group, Version: version, Resource: plural}]
+}
+
+// Typed adapters from concrete hook functions to the runtime.Object hooks.
+
+func hook[T runtime.Object](f func(T)) func(runtime.Object) {
+	return func(o runtime.Object) { f(o.(T)) }
+}
+
+func hook2[T runtime.Object](f func(T, T)) func(runtime.Object, runtime.Object) {
+	return func(o, old runtime.Object) { f(o.(T), old.(T)) }
+}
+
+func check[T runtime.Object](f func(T) field.ErrorList) func(runtime.Object) field.ErrorList {
+	return func(o runtime.Object) field.ErrorList { return f(o.(T)) }
+}
+
+func check2[T runtime.Object](f func(T, T) field.ErrorList) func(runtime.Object, runtime.Object) field.ErrorList {
+	return func(o, old runtime.Object) field.ErrorList { return f(o.(T), old.(T)) }
+}
+
+// metaObject is a pointer to a type embedding metav1.ObjectMeta.
+type metaObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+// fieldSet returns the metadata field-selector attributes of T plus extra's.
+func fieldSet[T metaObject](namespaced bool, extra func(T) fields.Set) func(runtime.Object) fields.Set {
+	return func(o runtime.Object) fields.Set {
+		t := o.(T)
+		set := fields.Set{"metadata.name": t.GetName()}
+		if namespaced {
+			set["metadata.namespace"] = t.GetNamespace()
+		}
+		if extra != nil {
+			for k, v := range extra(t) {
+				set[k] = v
+			}
+		}
+		return set
+	}
+}
+
+// validateMeta checks metadata on create; nameFn is the resource's name rule.
+func validateMeta(m *metav1.ObjectMeta, namespaced bool, nameFn apimachineryvalidation.ValidateNameFunc) field.ErrorList {
+	return apimachineryvalidation.ValidateObjectMeta(m, namespaced, nameFn, field.NewPath("metadata"))
+}
+
+func validateMetaUpdate(m, old *metav1.ObjectMeta) field.ErrorList {
+	return apimachineryvalidation.ValidateObjectMetaUpdate(m, old, field.NewPath("metadata"))
+}
+
+// simpleValidation builds Validate and ValidateUpdate for resources whose
+// update check is "metadata update is legal and the new object is valid".
+func simpleValidation[T metaObject](validate func(T) field.ErrorList) (func(runtime.Object) field.ErrorList, func(runtime.Object, runtime.Object) field.ErrorList) {
+	update := func(o, old T) field.ErrorList {
+		errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(o, old, field.NewPath("metadata"))
+		return append(errs, validate(o)...)
+	}
+	return check(validate), check2(update)
+}
+
+func nonNegative(v int64, p *field.Path) field.ErrorList {
+	return apimachineryvalidation.ValidateNonnegativeField(v, p)
+}
+
+// Table helpers.
+
+var (
+	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}
+	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
+)
+
+func col(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+}
+
+func wideCol(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc, Priority: 1}
+}
+
+// table builds a Table hook from the full (wide) column list and a row
+// printer producing one cell per column.
+func table[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T) []interface{}) func([]runtime.Object, bool) ([]metav1.TableColumnDefinition, [][]interface{}) {
+	return func(objs []runtime.Object, wide bool) ([]metav1.TableColumnDefinition, [][]interface{}) {
+		var keep []int
+		var cols []metav1.TableColumnDefinition
+		for i, c := range columns {
+			if wide || c.Priority == 0 {
+				keep = append(keep, i)
+				cols = append(cols, c)
+			}
+		}
+		rows := make([][]interface{}, 0, len(objs))
+		for _, o := range objs {
+			cells := row(o.(T))
+			if len(keep) == len(cells) {
+				rows = append(rows, cells)
+				continue
+			}
+			r := make([]interface{}, 0, len(keep))
+			for _, i := range keep {
+				r = append(r, cells[i])
+			}
+			rows = append(rows, r)
+		}
+		return cols, rows
+	}
+}
+
+// since prints the time elapsed since t as upstream does, "<unknown>" when
+// t is unset.
+func since(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(Now().Sub(t))
+}
+
+func age(m metav1.ObjectMeta) string { return since(m.CreationTimestamp.Time) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// fixedNow pins Now for the duration of a test.
+func fixedNow(t *testing.T) time.Time {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	Now = func() time.Time { return now }
+	t.Cleanup(func() { Now = time.Now })
+	return now
+}
+
+func TestResourcesTypes(t *testing.T) {
+	tests := []struct {
+		group, version, plural string
+		obj, list              runtime.Object
+		kind                   string
+		namespaced             bool
+	}{
+		{"", "v1", "pods", &v1.Pod{}, &v1.PodList{}, "Pod", true},
+		{"", "v1", "namespaces", &v1.Namespace{}, &v1.NamespaceList{}, "Namespace", false},
+		{"", "v1", "nodes", &v1.Node{}, &v1.NodeList{}, "Node", false},
+		{"", "v1", "events", &v1.Event{}, &v1.EventList{}, "Event", true},
+		{"", "v1", "configmaps", &v1.ConfigMap{}, &v1.ConfigMapList{}, "ConfigMap", true},
+		{"", "v1", "secrets", &v1.Secret{}, &v1.SecretList{}, "Secret", true},
+		{"", "v1", "serviceaccounts", &v1.ServiceAccount{}, &v1.ServiceAccountList{}, "ServiceAccount", true},
+		{"", "v1", "services", &v1.Service{}, &v1.ServiceList{}, "Service", true},
+		{"", "v1", "endpoints", &v1.Endpoints{}, &v1.EndpointsList{}, "Endpoints", true},
+		{"coordination.k8s.io", "v1", "leases", &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, "Lease", true},
+		{"apps", "v1", "deployments", &appsv1.Deployment{}, &appsv1.DeploymentList{}, "Deployment", true},
+		{"apps", "v1", "replicasets", &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, "ReplicaSet", true},
+		{"events.k8s.io", "v1", "events", &eventsv1.Event{}, &eventsv1.EventList{}, "Event", true},
+		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
+		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},
+	}
+	if got := len(All()); got != len(tests) {
+		t.Fatalf("All() has %d resources, want %d", got, len(tests))
+	}
+	for i, tc := range tests {
+		r := Lookup(tc.group, tc.version, tc.plural)
+		if r == nil {
+			t.Fatalf("Lookup(%q, %q, %q) = nil", tc.group, tc.version, tc.plural)
+		}
+		if All()[i] != r {
+			t.Errorf("All()[%d] is %s, want %s (stable order)", i, All()[i].Plural, tc.plural)
+		}
+		if r.GVK.Group != tc.group || r.GVK.Version != tc.version || r.GVK.Kind != tc.kind {
+			t.Errorf("%s: GVK = %v", tc.plural, r.GVK)
+		}
+		if r.Namespaced != tc.namespaced {
+			t.Errorf("%s: Namespaced = %v", tc.plural, r.Namespaced)
+		}
+		if got := reflect.TypeOf(r.New()); got != reflect.TypeOf(tc.obj) {
+			t.Errorf("%s: New() = %v, want %T", tc.plural, got, tc.obj)
+		}
+		if tc.list == nil {
+			if !r.Virtual || r.NewList != nil || !slices.Equal(r.Verbs, []string{"create"}) {
+				t.Errorf("%s: want virtual create-only resource without list", tc.plural)
+			}
+			continue
+		}
+		if got := reflect.TypeOf(r.NewList()); got != reflect.TypeOf(tc.list) {
+			t.Errorf("%s: NewList() = %v, want %T", tc.plural, got, tc.list)
+		}
+		if r.Virtual || r.FieldSet == nil || r.Table == nil || r.Validate == nil || r.ValidateUpdate == nil {
+			t.Errorf("%s: stored resource lacks hooks", tc.plural)
+		}
+		for _, s := range r.Subresources {
+			if SubresourceVerbs[s] == nil {
+				t.Errorf("%s/%s: no subresource verbs", tc.plural, s)
+			}
+		}
+	}
+	if Lookup("", "v1", "deployments") != nil || Lookup("apps", "v1beta1", "deployments") != nil {
+		t.Error("Lookup found a resource that is not served")
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	all := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	tests := []struct {
+		r                  *Resource
+		singular           string
+		short, cats, verbs []string
+		subresources       []string
+	}{
+		{Lookup("", "v1", "pods"), "pod", []string{"po"}, []string{"all"}, all,
+			[]string{"attach", "binding", "eviction", "exec", "log", "portforward", "status"}},
+		{Lookup("apps", "v1", "deployments"), "deployment", []string{"deploy"}, []string{"all"}, all, []string{"scale", "status"}},
+		{Lookup("", "v1", "services"), "service", []string{"svc"}, []string{"all"},
+			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"proxy", "status"}},
+		{Lookup("", "v1", "namespaces"), "namespace", []string{"ns"}, nil,
+			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"finalize", "status"}},
+	}
+	for _, tc := range tests {
+		r := tc.r
+		if r.Singular != tc.singular || !slices.Equal(r.ShortNames, tc.short) || !slices.Equal(r.Categories, tc.cats) ||
+			!slices.Equal(r.Verbs, tc.verbs) || !slices.Equal(r.Subresources, tc.subresources) {
+			t.Errorf("%s: got singular %q short %v categories %v verbs %v subresources %v", r.Plural, r.Singular, r.ShortNames, r.Categories, r.Verbs, r.Subresources)
+		}
+	}
+}
+
+// errorFields lists "type field" for each error, for compact comparisons.
+func errorFields(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, string(e.Type)+" "+e.Field)
+	}
+	return out
+}
+
+func expectErrors(t *testing.T, name string, errs field.ErrorList, want ...string) {
+	t.Helper()
+	if got := errorFields(errs); !slices.Equal(got, want) {
+		t.Errorf("%s: errors %v, want %v\n%v", name, got, want, errs)
+	}
+}
+
+func meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: "1"}
+}

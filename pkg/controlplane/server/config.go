@@ -1,0 +1,111 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Defaults, as kube-apiserver's.
+const (
+	DefaultSecurePort  = 6443
+	DefaultBindAddress = "0.0.0.0"
+	DefaultDataDir     = "/var/lib/nodeagent"
+
+	// KubeconfigFile and TokenFile are relative to the data directory.
+	KubeconfigFile = "admin.kubeconfig"
+	TokenFile      = "tokens.csv"
+
+	defaultShutdownTimeout = 10 * time.Second
+)
+
+// Config configures Run. Zero values take the defaults above.
+type Config struct {
+	DataDir     string
+	SecurePort  int
+	BindAddress string
+
+	// EtcdServers selects an external etcd cluster (kube-apiserver's
+	// --etcd-servers); empty runs an embedded member in DataDir/etcd.
+	EtcdServers                           []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdClientPort and EtcdPeerPort are the embedded member's loopback
+	// ports (defaults 2379 and 2380).
+	EtcdClientPort, EtcdPeerPort int
+
+	// ExtraSANs are added to the serving certificate.
+	ExtraSANs []string
+	// DisableAgent keeps this host's node agent from starting.
+	DisableAgent bool
+	// ShutdownTimeout bounds the graceful HTTP shutdown (default 10s).
+	ShutdownTimeout time.Duration
+
+	Logger *slog.Logger
+	// Ready, when set, is closed once the server accepts requests and is
+	// ready (use a new channel for every Run).
+	Ready chan<- struct{}
+}
+
+func (c *Config) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.SecurePort == 0 {
+		c.SecurePort = DefaultSecurePort
+	}
+	if c.BindAddress == "" {
+		c.BindAddress = DefaultBindAddress
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	if c.SecurePort < 1 || c.SecurePort > 65535 {
+		return fmt.Errorf("--secure-port %d out of range", c.SecurePort)
+	}
+	if net.ParseIP(c.BindAddress) == nil {
+		return fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if len(c.EtcdServers) == 0 && (c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != "") {
+		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	return nil
+}
+
+func (c *Config) kubeconfigPath() string { return filepath.Join(c.DataDir, KubeconfigFile) }
+
+// listenAddr is where the secure port binds.
+func (c *Config) listenAddr() string {
+	return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort))
+}
+
+// localURL is how clients on this host reach the API server: loopback
+// unless the server binds one specific address.
+func (c *Config) localURL() string {
+	host := "127.0.0.1"
+	if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
+		host = ip.String()
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(c.SecurePort))
+}
+
+// servingSANs adds a specific bind address to the requested SANs.
+func (c *Config) servingSANs() []string {
+	sans := append([]string(nil), c.ExtraSANs...)
+	if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() {
+		sans = append(sans, ip.String())
+	}
+	return sans
+}

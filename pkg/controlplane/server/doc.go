@@ -1,0 +1,23 @@
+// Package server assembles the bundled control plane behind
+// `nodeagent server`: the PKI, etcd (embedded or external), the API server
+// and, later, the scheduler, controllers and a node agent for this host.
+//
+//	err := server.Run(ctx, server.Config{DataDir: "/var/lib/nodeagent"})
+//
+// Run starts the components in order, each gated on the previous one being
+// ready (PKI and admin kubeconfig → etcd → API server → HTTPS listener), and
+// stops them in reverse order when ctx ends or one of them fails. The data
+// directory holds:
+//
+//	pki/               CA, serving and admin certificates (see package pki)
+//	etcd/              the embedded etcd member
+//	admin.kubeconfig   cluster-admin credentials for kubectl (0600)
+//	tokens.csv         optional static bearer tokens: token,user,uid,"group1,group2"
+//
+// Authentication sits in front of the API server: a client certificate
+// verified against the CA gives user CN and groups O; otherwise a bearer
+// token from tokens.csv; otherwise 401 with a Status body (anonymous access
+// is off). /healthz, /livez and /readyz answer anyone, as kube-apiserver's
+// probe endpoints do; /readyz fails until etcd and the API server are ready
+// and whenever etcd stops answering.
+package server

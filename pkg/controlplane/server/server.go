@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
+)
+
+// watchGrace is how long a graceful shutdown waits for requests before it
+// cancels the rest (watches never end by themselves).
+const watchGrace = time.Second
+
+// Run runs the control plane until ctx ends or a component fails, then
+// stops everything it started, in reverse order. It returns nil after a
+// clean stop on ctx.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+
+	// 1. Certificates and the admin kubeconfig.
+	p, err := pki.Ensure(filepath.Join(cfg.DataDir, "pki"), pki.Options{
+		ExtraSANs: cfg.servingSANs(),
+		Logger:    log.With("component", "pki"),
+	})
+	if err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := pki.WriteKubeconfig(cfg.kubeconfigPath(), cfg.localURL(), p.CAPEM, p.AdminCertPEM, p.AdminKeyPEM, pki.AdminUser); err != nil {
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	servingCert, err := p.ServingCertificate()
+	if err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	tokens, err := loadTokenFile(filepath.Join(cfg.DataDir, TokenFile))
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+
+	// 2. etcd.
+	store, err := etcd.Start(ctx, etcd.Config{
+		DataDir:    filepath.Join(cfg.DataDir, "etcd"),
+		ClientPort: cfg.EtcdClientPort,
+		PeerPort:   cfg.EtcdPeerPort,
+		Servers:    cfg.EtcdServers,
+		CAFile:     cfg.EtcdCAFile,
+		CertFile:   cfg.EtcdCertFile,
+		KeyFile:    cfg.EtcdKeyFile,
+		Logger:     log.With("component", "etcd"),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return fmt.Errorf("etcd: %w", err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("closing etcd", "err", err)
+		}
+	}()
+
+	// 3. The API server; nothing is served before its caches are filled.
+	// Components stop in reverse order: HTTP, then the API server (its own
+	// context ends only after HTTP has stopped), then etcd (deferred above).
+	api, err := apiserver.New(apiserver.Config{Etcd: store.Client(), Logger: log.With("component", "apiserver")})
+	if err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	g, gctx := errgroup.WithContext(runCtx)
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAPI()
+	abort := func(err error) error { // before HTTP serves
+		cancelRun()
+		stopAPI()
+		if werr := g.Wait(); werr != nil {
+			return werr
+		}
+		return err
+	}
+	g.Go(func() error {
+		select {
+		case err := <-store.Err():
+			return fmt.Errorf("embedded etcd: %w", err)
+		case <-gctx.Done():
+			return nil
+		}
+	})
+	g.Go(func() error {
+		err := api.Run(apiCtx)
+		switch {
+		case apiCtx.Err() != nil:
+			return nil
+		case err == nil:
+			return errors.New("apiserver stopped unexpectedly")
+		}
+		return fmt.Errorf("apiserver: %w", err)
+	})
+	select {
+	case <-api.Ready():
+	case <-gctx.Done():
+		return abort(nil) // ctx ended (nil) or a component failed (its error)
+	}
+
+	// 4. The secure port: probes for anyone, the API behind authentication.
+	health := &healthChecks{etcdHealth: store.Healthy}
+	mux := http.NewServeMux()
+	health.register(mux)
+	mux.Handle("/", authenticate(tokens, api.Handler()))
+	ln, err := net.Listen("tcp", cfg.listenAddr())
+	if err != nil {
+		return abort(fmt.Errorf("secure port: %w", err))
+	}
+	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{servingCert},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    p.CertPool(),
+		},
+	}
+	g.Go(func() error {
+		if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve %s: %w", cfg.listenAddr(), err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdownHTTP(srv, cancelRequests, cfg.ShutdownTimeout, log)
+		stopAPI()
+		return nil
+	})
+
+	health.ready.Store(true)
+	if cfg.Ready != nil {
+		close(cfg.Ready)
+	}
+	log.Info("control plane ready", "url", cfg.localURL(), "listen", cfg.listenAddr(),
+		"kubeconfig", cfg.kubeconfigPath(), "etcd", etcdMode(store))
+	log.Info("use it with: kubectl --kubeconfig " + cfg.kubeconfigPath() + " get --raw /readyz")
+	if !cfg.DisableAgent {
+		log.Info("the node agent is not started by `nodeagent server` yet (joining the API comes later); --disable-agent is implied")
+	}
+
+	err = g.Wait()
+	health.ready.Store(false)
+	if err != nil {
+		log.Error("control plane stopped", "err", err)
+		return err
+	}
+	log.Info("control plane stopped")
+	return nil
+}
+
+// shutdownHTTP stops accepting, lets short requests finish, then cancels
+// the remaining ones (watches) and, past timeout, closes connections.
+func shutdownHTTP(srv *http.Server, cancelRequests context.CancelFunc, timeout time.Duration, log *slog.Logger) {
+	begin := time.Now()
+	defer func() { log.Debug("HTTP server stopped", "took", time.Since(begin)) }()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(watchGrace):
+		cancelRequests()
+		err = <-done
+	}
+	cancelRequests()
+	if err != nil {
+		log.Warn("graceful HTTP shutdown timed out; closing connections", "err", err)
+		_ = srv.Close()
+	}
+}
+
+func etcdMode(e *etcd.Etcd) string {
+	if e.Embedded() {
+		return "embedded"
+	}
+	return "external"
+}
