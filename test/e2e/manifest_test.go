@@ -227,3 +227,46 @@ func TestInvalidManifestDoesNotDisturbOthers(t *testing.T) {
 		t.Errorf("agent lists %d pods, want only the good one", len(pods))
 	}
 }
+
+// A pod-level change (here the hostname) needs a new sandbox: the pod is
+// recreated in place, keeping its UID, and runs with the new setting.
+func TestPodLevelManifestChangeRecreatesTheSandbox(t *testing.T) {
+	a := newAgent(t)
+	manifest := func(host string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: host}
+spec:
+  hostname: ` + host + `
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: ` + framework.BusyboxImage + `
+    command: ["sh", "-c", "echo hostname=$(hostname); ` + loopTERM + `"]
+`
+	}
+	if err := a.WriteManifest("host.yaml", manifest("first")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := a.WaitPod("host", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxes := sandboxIDs(t, string(before.UID))
+	if err := a.WriteManifest("host.yaml", manifest("second")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := a.WaitPod("host", podTimeout, func(p *v1.Pod) bool {
+		return running(p) && containerIDs(p)["c"] != containerIDs(before)["c"]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := sandboxIDs(t, string(after.UID)); len(now) == 0 || now[0] == sandboxes[0] {
+		t.Errorf("sandbox not recreated: before %v, now %v", sandboxes, now)
+	}
+	restarts := int(status(t, after, "c").RestartCount)
+	if got := waitLog(t, a, after, "c", restarts, "hostname="); got != "hostname=second" {
+		t.Errorf("after the change the container saw %q", got)
+	}
+}
