@@ -301,9 +301,6 @@ func clientset(t *testing.T, dir string) *kubernetes.Clientset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// JSON only: the API server does not decode protobuf (yet).
-	rc.ContentType = "application/json"
-	rc.AcceptContentTypes = "application/json"
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		t.Fatal(err)
