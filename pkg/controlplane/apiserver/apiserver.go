@@ -41,6 +41,8 @@ type Server struct {
 	stores    map[*registry.Resource]*storage.Store
 	ready     chan struct{}
 
+	services serviceAllocator
+
 	purgeMu sync.Mutex
 	purging map[string]bool
 	ctx     context.Context // set by Run, for background work
@@ -129,6 +131,9 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveOpenAPI(w, r) {
+		return
+	}
 	if s.serveDiscovery(w, r) {
 		return
 	}

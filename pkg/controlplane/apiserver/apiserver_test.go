@@ -423,3 +423,34 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+func TestServiceClusterIPAllocation(t *testing.T) {
+	ns := testNamespace(t)
+	k, err := client.CoreV1().Services("default").Get(ctxT(t), "kubernetes", metav1.GetOptions{})
+	if err != nil || k.Spec.ClusterIP != "10.96.0.1" {
+		t.Fatalf("kubernetes service: %v %v", k, err)
+	}
+	seen := map[string]bool{k.Spec.ClusterIP: true}
+	for i := 0; i < 3; i++ {
+		svc := &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "svc-"},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+				Ports: []v1.ServicePort{{Port: 80}}},
+		}
+		got, err := client.CoreV1().Services(ns).Create(ctxT(t), svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := got.Spec.ClusterIP
+		if seen[ip] || !strings.HasPrefix(ip, "10.") || got.Spec.Ports[0].NodePort < 30000 {
+			t.Errorf("allocated %s (seen %v) nodePort %d", ip, seen, got.Spec.Ports[0].NodePort)
+		}
+		seen[ip] = true
+	}
+	taken := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "taken"},
+		Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Port: 80}}}}
+	if _, err := client.CoreV1().Services(ns).Create(ctxT(t), taken, metav1.CreateOptions{}); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "provided IP is already allocated") {
+		t.Errorf("taken cluster IP: %v", err)
+	}
+}

@@ -110,6 +110,7 @@ func (s *Server) bootstrap(ctx context.Context) {
 		s.createInternal(ctx, nsResource, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		s.ensureServiceAccount(ctx, name)
 	}
+	s.createInternal(ctx, servicesResource, kubernetesService())
 }
 
 // deleteObject deletes as upstream does: a bound pod with a grace period

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,13 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	if h.res.Validate != nil {
 		if errs := h.res.Validate(obj); len(errs) > 0 {
 			return h.invalid(m.GetName(), errs)
+		}
+	}
+	if svc, ok := obj.(*v1.Service); ok {
+		h.s.services.mu.Lock()
+		defer h.s.services.mu.Unlock()
+		if err := h.s.allocateService(ctx, svc); err != nil {
+			return err
 		}
 	}
 	created, err := h.st.Create(ctx, obj, dryRun(r))
