@@ -29,6 +29,7 @@ import (
 var (
 	client  *kubernetes.Clientset
 	baseURL string
+	testSrv *Server
 )
 
 func freePort() int {
@@ -73,6 +74,7 @@ func run(m *testing.M) int {
 		fmt.Println("API server not ready")
 		return 1
 	}
+	testSrv = s
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	baseURL = srv.URL

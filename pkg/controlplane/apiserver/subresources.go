@@ -184,12 +184,3 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 	s.writeObject(w, r, res, http.StatusCreated, obj)
 	return nil
 }
-
-func isMaster(u User) bool {
-	for _, g := range u.Groups {
-		if g == mastersGroup {
-			return true
-		}
-	}
-	return false
-}

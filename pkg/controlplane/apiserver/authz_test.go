@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// asUser runs one request through the handler as an authenticated user.
+func asUser(t *testing.T, u User, method, path string) int {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	req = req.WithContext(WithUser(req.Context(), u))
+	rec := httptest.NewRecorder()
+	testSrv.Handler().ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func TestNodeAuthorizer(t *testing.T) {
+	ns := testNamespace(t)
+	mine := testPod("mine")
+	mine.Spec.NodeName = "node-a"
+	mine.Spec.Volumes = []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}}
+	theirs := testPod("theirs")
+	theirs.Spec.NodeName = "node-b"
+	for _, p := range []*v1.Pod{mine, theirs} {
+		if _, err := client.CoreV1().Pods(ns).Create(ctxT(t), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"used", "unused"} {
+		if _, err := client.CoreV1().Secrets(ns).Create(ctxT(t), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	stranger := User{Name: "bob", Groups: []string{"system:authenticated"}}
+	admin := User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	cases := []struct {
+		name   string
+		user   User
+		method string
+		path   string
+		want   int
+	}{
+		{"admin lists pods", admin, http.MethodGet, pods, http.StatusOK},
+		{"stranger lists pods", stranger, http.MethodGet, pods, http.StatusForbidden},
+		{"node lists all pods", node, http.MethodGet, "/api/v1/pods", http.StatusForbidden},
+		{"node lists its pods", node, http.MethodGet, "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a", http.StatusOK},
+		{"node lists another node's pods", node, http.MethodGet, "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-b", http.StatusForbidden},
+		{"node gets its pod", node, http.MethodGet, pods + "/mine", http.StatusOK},
+		{"node gets another node's pod", node, http.MethodGet, pods + "/theirs", http.StatusForbidden},
+		{"node reads a secret its pod uses", node, http.MethodGet, "/api/v1/namespaces/" + ns + "/secrets/used", http.StatusOK},
+		{"node reads another secret", node, http.MethodGet, "/api/v1/namespaces/" + ns + "/secrets/unused", http.StatusForbidden},
+		{"node lists secrets", node, http.MethodGet, "/api/v1/namespaces/" + ns + "/secrets", http.StatusForbidden},
+		{"node reads its node", node, http.MethodGet, "/api/v1/nodes/node-a", http.StatusNotFound},
+		{"node deletes another node", node, http.MethodDelete, "/api/v1/nodes/node-b", http.StatusForbidden},
+		{"node reads its lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-a", http.StatusNotFound},
+		{"node reads another lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-b", http.StatusForbidden},
+		{"node lists services", node, http.MethodGet, "/api/v1/services", http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := asUser(t, tc.user, tc.method, tc.path); got != tc.want {
+				t.Errorf("%s %s as %s: %d, want %d", tc.method, tc.path, tc.user.Name, got, tc.want)
+			}
+		})
+	}
+}
