@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/signal"
 	"syscall"
 
@@ -39,5 +40,29 @@ func serverCmd() *cobra.Command {
 	fs.StringSliceVar(&cfg.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
 	fs.BoolVar(&cfg.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
+	cmd.AddCommand(nodeKubeconfigCmd())
+	return cmd
+}
+
+func nodeKubeconfigCmd() *cobra.Command {
+	var dataDir, node, serverURL, out string
+	cmd := &cobra.Command{
+		Use:   "node-kubeconfig",
+		Short: "Mint a node credential and write a kubeconfig for an agent joining this control plane",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := server.WriteNodeKubeconfig(dataDir, node, serverURL, out); err != nil {
+				return err
+			}
+			fmt.Printf("wrote %s for node %s\n", out, node)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&dataDir, "data-dir", server.DefaultDataDir, "The control plane's data directory (its CA signs the credential).")
+	fs.StringVar(&node, "node", "", "The node's name (its agent's --hostname-override).")
+	fs.StringVar(&serverURL, "server", "https://127.0.0.1:6443", "The API server URL the agent connects to.")
+	fs.StringVar(&out, "out", "node.kubeconfig", "Where to write the kubeconfig.")
+	_ = cmd.MarkFlagRequired("node")
 	return cmd
 }
