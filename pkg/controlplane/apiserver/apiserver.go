@@ -71,9 +71,16 @@ func New(cfg Config) (*Server, error) {
 		if res.Virtual {
 			continue
 		}
+		prefix := cfg.Prefix
+		if res.GVK.Group == "events.k8s.io" {
+			// Upstream serves one event store through two APIs; until the
+			// conversion is wired, the two keep apart instead of decoding
+			// each other's objects.
+			prefix += "/events.k8s.io"
+		}
 		st, err := storage.New(storage.Config{
 			Client:     cfg.Etcd,
-			Prefix:     cfg.Prefix,
+			Prefix:     prefix,
 			Resource:   groupResource(res),
 			Namespaced: res.Namespaced,
 			NewFunc:    res.New,

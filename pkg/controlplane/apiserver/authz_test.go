@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -69,5 +72,35 @@ func TestNodeAuthorizer(t *testing.T) {
 				t.Errorf("%s %s as %s: %d, want %d", tc.method, tc.path, tc.user.Name, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSelfSubjectAccessReview(t *testing.T) {
+	review := func(u User, verb, resource, ns string) bool {
+		t.Helper()
+		body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"` +
+			verb + `","resource":"` + resource + `","namespace":"` + ns + `"}}}`
+		req := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req = req.WithContext(WithUser(req.Context(), u))
+		rec := httptest.NewRecorder()
+		testSrv.Handler().ServeHTTP(rec, req)
+		var out authzv1.SelfSubjectAccessReview
+		if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+			t.Fatalf("review: %d %s", rec.Code, rec.Body.String())
+		}
+		return out.Status.Allowed
+	}
+	admin := User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
+	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes"}}
+	stranger := User{Name: "bob"}
+	if !review(admin, "create", "pods", "default") {
+		t.Error("admin may not create pods")
+	}
+	if review(stranger, "create", "pods", "default") {
+		t.Error("a stranger may create pods")
+	}
+	if !review(node, "list", "services", "") || review(node, "list", "secrets", "default") {
+		t.Error("node: services should be listable, secrets not")
 	}
 }

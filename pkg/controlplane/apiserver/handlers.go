@@ -38,6 +38,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request) {
 		h.watch(w, r)
 		return
 	}
+	if err := h.checkFieldValidation(w, r); err != nil {
+		writeError(w, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	var err error

@@ -52,6 +52,9 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	if err != nil {
 		return err
 	}
+	if h.res.Virtual {
+		return h.s.virtualCreate(ctx, w, r, h.res, obj) // reviews: computed, unnamed, not stored
+	}
 	if err := h.setNamespace(m); err != nil {
 		return err
 	}
@@ -63,9 +66,6 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	}
 	if m.GetResourceVersion() != "" {
 		return badRequest("resourceVersion should not be set on objects to be created")
-	}
-	if h.res.Virtual {
-		return h.s.virtualCreate(ctx, w, r, h.res, obj)
 	}
 	if h.res.Namespaced {
 		if err := h.s.admitNamespace(ctx, m.GetNamespace()); err != nil {
