@@ -19,6 +19,7 @@
 //     the same pods from manifests: one at a time ×reps, then -pods
 //     manifests written together.
 //  3. The agent's RSS and CPU time with 0 and with -pods pods running.
+//  4. The API server section (api*.go; -api-only, -skip-api, -api-pods).
 //
 // Why the two sides are comparable: both are timed from the same kind of
 // start point to the same end point, read from the runtime. The start is
@@ -72,6 +73,9 @@ func main() {
 }
 
 func run(ctx context.Context, o options) (err error) {
+	if *apiOnly {
+		return interrupted(ctx, runAPI(ctx))
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (containerd, runc, CNI)")
 	}
@@ -124,7 +128,11 @@ func run(ctx context.Context, o options) (err error) {
 		return interrupted(ctx, err)
 	}
 	printReport(raw, ag, o)
-	return nil
+	if *apiSkip {
+		return nil
+	}
+	fmt.Println()
+	return interrupted(ctx, runAPI(ctx)) // flags in api.go
 }
 
 // interrupted replaces the errors a Ctrl-C causes in the middle of a

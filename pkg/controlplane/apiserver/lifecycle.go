@@ -28,14 +28,26 @@ func storageListAll(filter func(runtime.Object) bool) storage.ListOptions {
 
 // admitNamespace is the NamespaceLifecycle admission: no new objects in a
 // missing or terminating namespace.
+// It reads the watch cache, as upstream's plugin reads its informer: a
+// consistent etcd read on every create would cost more than the create.
 func (s *Server) admitNamespace(ctx context.Context, name string) error {
-	obj, err := s.store(nsResource).Get(ctx, "", name)
-	if apierrors.IsNotFound(err) {
-		return apierrors.NewNotFound(v1.Resource("namespaces"), name)
-	}
+	list, err := s.store(nsResource).List(ctx, "", storage.ListOptions{ResourceVersion: "0", Filter: func(o runtime.Object) bool {
+		return o.(*v1.Namespace).Name == name
+	}})
 	if err != nil {
 		return err
 	}
+	if len(list.Items) == 0 {
+		// The cache may lag a namespace created a moment ago: ask etcd.
+		if _, err := s.store(nsResource).Get(ctx, "", name); err != nil {
+			if apierrors.IsNotFound(err) {
+				return apierrors.NewNotFound(v1.Resource("namespaces"), name)
+			}
+			return err
+		}
+		return nil
+	}
+	obj := list.Items[0]
 	if ns := obj.(*v1.Namespace); ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(v1.Resource("namespaces"), name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
