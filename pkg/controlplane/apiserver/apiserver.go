@@ -25,6 +25,16 @@ type Config struct {
 	Etcd   *clientv3.Client
 	Prefix string
 	Logger *slog.Logger
+
+	// TokenSigner issues service account tokens (serviceaccounts/token);
+	// nil refuses TokenRequests.
+	TokenSigner *TokenSigner
+	// TokenAuthenticator answers TokenReviews (the authentication in front
+	// of the server, without client certificates); nil authenticates none.
+	TokenAuthenticator TokenAuthenticatorFunc
+	// APIAudiences are the audiences the server accepts (kube-apiserver's
+	// --api-audiences); they default to the TokenSigner's issuer.
+	APIAudiences []string
 }
 
 // Keys of the resources the server itself uses.

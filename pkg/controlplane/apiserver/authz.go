@@ -93,6 +93,9 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 		return true
 	case "/pods":
 		return s.nodeMayAccessPod(r, node, ri)
+	case "/serviceaccounts":
+		// Tokens for the service accounts of the node's pods (projected volumes).
+		return ri.Subresource == "token" && ri.Verb == "create" && s.nodeRunsServiceAccount(r.Context(), node, ri.Namespace, ri.Name)
 	case "/secrets", "/configmaps":
 		return ri.Verb == "get" && s.usedByNodePod(r.Context(), node, res.Plural, ri.Namespace, ri.Name)
 	}
@@ -131,6 +134,19 @@ func (s *Server) usedByNodePod(ctx context.Context, node, kind, ns, name string)
 	for _, obj := range list.Items {
 		pod := obj.(*v1.Pod)
 		if pod.Spec.NodeName == node && podRefers(pod, kind, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) nodeRunsServiceAccount(ctx context.Context, node, ns, name string) bool {
+	list, err := s.store("/v1/pods").List(ctx, ns, storageListAll(nil))
+	if err != nil {
+		return false
+	}
+	for _, obj := range list.Items {
+		if pod := obj.(*v1.Pod); pod.Spec.NodeName == node && pod.Spec.ServiceAccountName == name {
 			return true
 		}
 	}

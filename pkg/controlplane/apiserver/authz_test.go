@@ -65,6 +65,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"node reads its lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-a", http.StatusNotFound},
 		{"node reads another lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-b", http.StatusForbidden},
 		{"node lists services", node, http.MethodGet, "/api/v1/services", http.StatusOK},
+		{"node requests a token for another service account", node, http.MethodPost, "/api/v1/namespaces/" + ns + "/serviceaccounts/other/token", http.StatusForbidden},
+	}
+	// Its pods' service account: allowed (the empty body is then refused as bad input).
+	if got := asUser(t, node, http.MethodPost, "/api/v1/namespaces/"+ns+"/serviceaccounts/default/token"); got == http.StatusForbidden {
+		t.Errorf("node may not request a token for its pod's service account")
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

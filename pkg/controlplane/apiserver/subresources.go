@@ -44,15 +44,17 @@ func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWri
 	return h.get(ctx, w, r)
 }
 
-// createSubresource serves POST on binding, eviction and the streams.
+// createSubresource serves POST on binding, eviction, token and the streams.
 func (h *resourceHandler) createSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	switch h.ri.Subresource {
 	case "binding":
 		return h.bind(ctx, w, r)
 	case "eviction":
 		return h.evict(ctx, w, r)
+	case "token":
+		return h.createToken(ctx, w, r)
 	}
-	if nodeStreaming[h.ri.Subresource] || h.ri.Subresource == "token" {
+	if nodeStreaming[h.ri.Subresource] {
 		return errNodeAPI(h.res.Plural + "/" + h.ri.Subresource)
 	}
 	return methodNotSupported(groupResource(h.res), "create")
@@ -172,8 +174,9 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 	case *authzv1.SelfSubjectAccessReview:
 		o.Status.Allowed = s.reviewAccess(r, o.Spec.ResourceAttributes)
 	case *authnv1.TokenReview:
-		o.Status.Authenticated = false
-		o.Status.Error = "token review is not available in this version"
+		if err := s.reviewToken(ctx, o); err != nil {
+			return err
+		}
 	default:
 		return methodNotSupported(groupResource(res), "create")
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 )
@@ -69,12 +71,21 @@ func parseTokens(r io.Reader, name string) (tokenUsers, error) {
 
 // authenticate puts the request's user into its context for the API
 // server, or answers 401. Client certificates come first, then bearer
-// tokens; anonymous requests are refused.
+// tokens (the static token file); anonymous requests are refused.
 func authenticate(tokens tokenUsers, next http.Handler) http.Handler {
+	return authenticateWith(&tokenAuthenticator{static: tokens}, next)
+}
+
+// authenticateWith is authenticate with the whole bearer token chain.
+func authenticateWith(tokens *tokenAuthenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := certUser(r)
-		if !ok {
-			if u, ok = tokenUser(r, tokens); ok {
+		if ok {
+			u.Groups = append(u.Groups, groupAuthenticated)
+		} else if token, bearer := bearerToken(r); bearer {
+			var res apiserver.TokenResult
+			if res, ok, _ = tokens.authenticateToken(r.Context(), token, nil); ok {
+				u = res.User
 				r = r.Clone(r.Context())
 				r.Header.Del("Authorization") // as upstream: not passed on
 			}
@@ -83,9 +94,54 @@ func authenticate(tokens tokenUsers, next http.Handler) http.Handler {
 			writeUnauthorized(w)
 			return
 		}
-		u.Groups = append(u.Groups, groupAuthenticated)
 		next.ServeHTTP(w, r.WithContext(apiserver.WithUser(r.Context(), u)))
 	})
+}
+
+// tokenAuthenticator is the bearer token chain: the static token file,
+// then service account tokens. Its users carry system:authenticated.
+type tokenAuthenticator struct {
+	static tokenUsers
+	sa     *saTokenAuthenticator // nil: no service account tokens
+	// apiAudiences are the audiences the API server accepts; tokens
+	// without audiences of their own (the static ones) are valid for them.
+	apiAudiences []string
+}
+
+// errInvalidBearerToken is upstream's error when no authenticator knew the token.
+var errInvalidBearerToken = errors.New("invalid bearer token")
+
+// authenticateToken authenticates a bearer token for audiences (nil: the
+// API server's). It is apiserver.Config.TokenAuthenticator too.
+func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string, audiences []string) (apiserver.TokenResult, bool, error) {
+	if audiences == nil {
+		audiences = a.apiAudiences
+	}
+	var errs []error
+	if u, ok := a.static[token]; ok {
+		auds := audiences
+		if len(a.apiAudiences) > 0 {
+			auds = apiserver.IntersectAudiences(audiences, a.apiAudiences)
+		}
+		if len(auds) > 0 || len(a.apiAudiences) == 0 {
+			u.Groups = append(append([]string(nil), u.Groups...), groupAuthenticated)
+			return apiserver.TokenResult{User: u, Audiences: auds}, true, nil
+		}
+	}
+	if a.sa != nil {
+		res, ok, err := a.sa.authenticate(ctx, token, audiences)
+		if ok {
+			res.User.Groups = append(res.User.Groups, groupAuthenticated)
+			return res, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return apiserver.TokenResult{}, false, errInvalidBearerToken
+	}
+	return apiserver.TokenResult{}, false, utilerrors.NewAggregate(errs)
 }
 
 // certUser maps a client certificate that verified against the CA (with
@@ -101,17 +157,13 @@ func certUser(r *http.Request) (apiserver.User, bool) {
 	return apiserver.User{Name: subj.CommonName, Groups: append([]string(nil), subj.Organization...)}, true
 }
 
-func tokenUser(r *http.Request, tokens tokenUsers) (apiserver.User, bool) {
+// bearerToken returns the request's bearer token, if it has one.
+func bearerToken(r *http.Request) (string, bool) {
 	parts := strings.Fields(r.Header.Get("Authorization"))
 	if len(parts) != 2 || !strings.EqualFold(parts[0], "bearer") {
-		return apiserver.User{}, false
+		return "", false
 	}
-	u, ok := tokens[parts[1]]
-	if !ok {
-		return apiserver.User{}, false
-	}
-	u.Groups = append([]string(nil), u.Groups...)
-	return u, true
+	return parts[1], true
 }
 
 // unauthorizedStatus is kube-apiserver's 401 body.

@@ -55,6 +55,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
+	saKey, err := ensureServiceAccountKey(filepath.Join(cfg.DataDir, "pki"), log.With("component", "pki"))
+	if err != nil {
+		return fmt.Errorf("service account key: %w", err)
+	}
+	signer, err := apiserver.NewTokenSigner(saKey, apiserver.DefaultServiceAccountIssuer)
+	if err != nil {
+		return fmt.Errorf("service account key: %w", err)
+	}
+	apiAudiences := []string{signer.Issuer()}
+	saTokens := &saTokenAuthenticator{signer: signer, implicitAuds: apiAudiences}
+	tokenAuthn := &tokenAuthenticator{static: tokens, sa: saTokens, apiAudiences: apiAudiences}
 
 	// 2. etcd.
 	store, err := etcd.Start(ctx, etcd.Config{
@@ -82,10 +93,17 @@ func Run(ctx context.Context, cfg Config) error {
 	// 3. The API server; nothing is served before its caches are filled.
 	// Components stop in reverse order: HTTP, then the API server (its own
 	// context ends only after HTTP has stopped), then etcd (deferred above).
-	api, err := apiserver.New(apiserver.Config{Etcd: store.Client(), Logger: log.With("component", "apiserver")})
+	api, err := apiserver.New(apiserver.Config{
+		Etcd:               store.Client(),
+		Logger:             log.With("component", "apiserver"),
+		TokenSigner:        signer,
+		TokenAuthenticator: tokenAuthn.authenticateToken,
+		APIAudiences:       apiAudiences,
+	})
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	saTokens.lookup = api
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	g, gctx := errgroup.WithContext(runCtx)
@@ -127,7 +145,7 @@ func Run(ctx context.Context, cfg Config) error {
 	health := &healthChecks{etcdHealth: store.Healthy}
 	mux := http.NewServeMux()
 	health.register(mux)
-	mux.Handle("/", authenticate(tokens, api.Handler()))
+	mux.Handle("/", authenticateWith(tokenAuthn, api.Handler()))
 	ln, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
 		return abort(fmt.Errorf("secure port: %w", err))

@@ -1,0 +1,187 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TokenRequest limits and default, as upstream's.
+const (
+	defaultTokenSeconds = 3600
+	minTokenSeconds     = 10 * 60
+	maxTokenSeconds     = 1 << 32
+)
+
+var tokenRequestGVK = authnv1.SchemeGroupVersion.WithKind("TokenRequest")
+
+// apiAudiences are the audiences the API server accepts.
+func (s *Server) apiAudiences() []string {
+	if len(s.cfg.APIAudiences) > 0 {
+		return s.cfg.APIAudiences
+	}
+	if s.cfg.TokenSigner != nil {
+		return []string{s.cfg.TokenSigner.Issuer()}
+	}
+	return nil
+}
+
+// createToken serves POST serviceaccounts/{name}/token: upstream's
+// TokenREST.Create with pods as the only bound object kind.
+func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	signer := h.s.cfg.TokenSigner
+	if signer == nil {
+		return apierrors.NewServiceUnavailable("service account tokens are not available: the API server has no signing key")
+	}
+	var req authnv1.TokenRequest
+	if err := readBody(r, &req); err != nil {
+		return err
+	}
+	ns, name := h.ri.Namespace, h.ri.Name
+	gk := tokenRequestGVK.GroupKind()
+	if req.Name != "" && req.Name != name {
+		return apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
+	}
+	if req.Namespace != "" && req.Namespace != ns {
+		return apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified")})
+	}
+	obj, err := h.st.Get(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	sa := obj.(*v1.ServiceAccount)
+
+	if len(req.Spec.Audiences) == 0 {
+		req.Spec.Audiences = h.s.apiAudiences()
+	}
+	if req.Spec.ExpirationSeconds == nil { // v1 defaulting
+		req.Spec.ExpirationSeconds = new(int64)
+		*req.Spec.ExpirationSeconds = defaultTokenSeconds
+	}
+	req.Name, req.Namespace = sa.Name, sa.Namespace
+	now := signer.now()
+	req.CreationTimestamp = metav1.NewTime(now)
+	req.Status = authnv1.TokenRequestStatus{}
+	if errs := validateTokenRequest(&req); len(errs) != 0 {
+		return apierrors.NewInvalid(gk, "", errs)
+	}
+
+	claims := &ServiceAccountClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   ServiceAccountUserPrefix + sa.Namespace + ":" + sa.Name,
+			Audience:  jwt.ClaimStrings(req.Spec.Audiences),
+			ExpiresAt: jwt.NewNumericDate(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
+			IssuedAt:  jwt.NewNumericDate(now),
+			NotBefore: jwt.NewNumericDate(now),
+			ID:        string(newUID()),
+		},
+		Kubernetes: KubernetesClaim{Namespace: sa.Namespace, ServiceAccount: ObjectRef{Name: sa.Name, UID: string(sa.UID)}},
+	}
+	if ref := req.Spec.BoundObjectRef; ref != nil {
+		if err := h.s.bindToken(ctx, claims, ns, name, ref); err != nil {
+			return err
+		}
+	}
+	tok, err := signer.Sign(claims)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("failed to generate token: %v", err))
+	}
+	req.Status = authnv1.TokenRequestStatus{
+		Token:               tok,
+		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
+	}
+	req.APIVersion, req.Kind = tokenRequestGVK.GroupVersion().String(), tokenRequestGVK.Kind
+	writeJSON(w, http.StatusCreated, &req)
+	return nil
+}
+
+// validateTokenRequest is upstream's ValidateTokenRequest.
+func validateTokenRequest(req *authnv1.TokenRequest) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec", "expirationSeconds")
+	if exp := *req.Spec.ExpirationSeconds; exp < minTokenSeconds {
+		errs = append(errs, field.Invalid(p, exp, "may not specify a duration less than 10 minutes"))
+	} else if exp > maxTokenSeconds {
+		errs = append(errs, field.TooLong(p, exp, maxTokenSeconds))
+	}
+	return errs
+}
+
+// bindToken checks the bound object and puts it into the claims: a pod
+// running as the service account (and its node, when it has one).
+func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saName string, ref *authnv1.BoundObjectReference) error {
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	if gvk.Group != "" || gvk.Kind != "Pod" {
+		return badRequest("cannot bind token to object of type %s", gvk.String())
+	}
+	obj, err := s.store("/v1/pods").Get(ctx, ns, ref.Name)
+	if err != nil {
+		return err
+	}
+	pod := obj.(*v1.Pod)
+	if pod.Spec.ServiceAccountName != saName {
+		return badRequest("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", saName)
+	}
+	if ref.UID != "" && ref.UID != pod.UID {
+		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
+			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	c.Kubernetes.Pod = &ObjectRef{Name: pod.Name, UID: string(pod.UID)}
+	if node := pod.Spec.NodeName; node != "" {
+		c.Kubernetes.Node = &ObjectRef{Name: node}
+		switch obj, err := s.store("/v1/nodes").Get(ctx, "", node); {
+		case err == nil:
+			c.Kubernetes.Node.UID = string(obj.(*v1.Node).UID)
+		case !apierrors.IsNotFound(err): // a missing node keeps just its name, as upstream
+			return apierrors.NewInternalError(err)
+		}
+	}
+	return nil
+}
+
+// reviewToken answers a TokenReview with the authentication in front of
+// the server, as upstream's TokenReview REST does.
+func (s *Server) reviewToken(ctx context.Context, tr *authnv1.TokenReview) error {
+	tr.Status = authnv1.TokenReviewStatus{}
+	if tr.Spec.Token == "" {
+		return badRequest("token is required for TokenReview in authentication")
+	}
+	if s.cfg.TokenAuthenticator == nil {
+		return nil
+	}
+	auds := tr.Spec.Audiences
+	if len(auds) == 0 {
+		auds = s.apiAudiences()
+	}
+	res, ok, err := s.cfg.TokenAuthenticator(ctx, tr.Spec.Token, auds)
+	tr.Status.Authenticated = ok
+	if err != nil {
+		tr.Status.Error = err.Error()
+	}
+	if !ok {
+		return nil
+	}
+	if len(auds) > 0 && len(IntersectAudiences(auds, res.Audiences)) == 0 {
+		s.cfg.Logger.Error("error validating audience", "want", auds, "got", res.Audiences)
+		return apierrors.NewInternalError(errors.New("error validating audiences"))
+	}
+	tr.Status.User = authnv1.UserInfo{Username: res.User.Name, UID: res.UID, Groups: res.User.Groups}
+	if len(res.Extra) > 0 {
+		tr.Status.User.Extra = map[string]authnv1.ExtraValue{}
+		for k, v := range res.Extra {
+			tr.Status.User.Extra[k] = authnv1.ExtraValue(v)
+		}
+	}
+	tr.Status.Audiences = res.Audiences
+	return nil
+}

@@ -1,0 +1,317 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func newTestSigner(t *testing.T) *TokenSigner {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewTokenSigner(key, DefaultServiceAccountIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testClaims(now time.Time, ttl time.Duration) *ServiceAccountClaims {
+	return &ServiceAccountClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   "system:serviceaccount:ns:sa",
+			Audience:  jwt.ClaimStrings{DefaultServiceAccountIssuer},
+			IssuedAt:  jwt.NewNumericDate(now),
+			NotBefore: jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+			ID:        "jti-1",
+		},
+		Kubernetes: KubernetesClaim{Namespace: "ns", ServiceAccount: ObjectRef{Name: "sa", UID: "uid-1"}},
+	}
+}
+
+func TestTokenSignerVerify(t *testing.T) {
+	s := newTestSigner(t)
+	now := time.Now()
+	good, err := s.Sign(testClaims(now, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ours, err := s.Verify(good)
+	if err != nil || !ours {
+		t.Fatalf("Verify(good) = %v, %v", ours, err)
+	}
+	if c.Issuer != DefaultServiceAccountIssuer || c.Kubernetes.ServiceAccount.UID != "uid-1" || c.ID != "jti-1" {
+		t.Errorf("claims = %+v", c)
+	}
+
+	expired, _ := s.Sign(testClaims(now.Add(-2*time.Hour), time.Hour))
+	if _, ours, err := s.Verify(expired); !ours || err == nil || err.Error() != "service account token has expired" {
+		t.Errorf("expired: ours=%v err=%v", ours, err)
+	}
+	future, _ := s.Sign(testClaims(now.Add(time.Hour), time.Hour))
+	if _, ours, err := s.Verify(future); !ours || err == nil {
+		t.Errorf("not yet valid: ours=%v err=%v", ours, err)
+	}
+
+	other := newTestSigner(t) // same issuer, another key
+	forged, _ := other.Sign(testClaims(now, time.Hour))
+	if _, ours, err := s.Verify(forged); !ours || err == nil || !strings.Contains(err.Error(), "cryptographic primitive") {
+		t.Errorf("wrong signature: ours=%v err=%v", ours, err)
+	}
+	parts := strings.Split(good, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload = []byte(strings.Replace(string(payload), "uid-1", "uid-2", 1))
+	tampered := parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
+	if _, ours, err := s.Verify(tampered); !ours || err == nil {
+		t.Errorf("tampered token: ours=%v err=%v", ours, err)
+	}
+
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _ := NewTokenSigner(rsaKey, "https://elsewhere.example")
+	elsewhere, _ := foreign.Sign(testClaims(now, time.Hour))
+	for name, tok := range map[string]string{"other issuer": elsewhere, "garbage": "not-a-jwt", "static": "s3cret"} {
+		if _, ours, err := s.Verify(tok); ours || err != nil {
+			t.Errorf("%s: ours=%v err=%v, want not recognised", name, ours, err)
+		}
+	}
+
+	bad := testClaims(now, time.Hour)
+	bad.Subject = "system:serviceaccount:ns:other"
+	mismatch, _ := s.Sign(bad)
+	if _, _, err := s.Verify(mismatch); err == nil {
+		t.Error("subject not matching the kubernetes.io claim verified")
+	}
+}
+
+func TestCheckAudiences(t *testing.T) {
+	if got, err := CheckAudiences([]string{"a", "b"}, []string{"b", "c"}); err != nil || !slices.Equal(got, []string{"b"}) {
+		t.Errorf("CheckAudiences = %v, %v", got, err)
+	}
+	_, err := CheckAudiences([]string{"a"}, []string{"c"})
+	if err == nil || err.Error() != `token audiences ["a"] is invalid for the target audiences ["c"]` {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// tokenServer is a second API server on the shared etcd, with a signer
+// and a stub token authenticator.
+func tokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc) *kubernetes.Clientset {
+	t.Helper()
+	s, err := New(Config{Etcd: testSrv.cfg.Etcd, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TokenSigner: signer, TokenAuthenticator: authn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-s.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("token API server not ready")
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+}
+
+func TestTokenRequest(t *testing.T) {
+	signer := newTestSigner(t)
+	cs := tokenServer(t, signer, nil)
+	ns := testNamespace(t)
+	sa, err := client.CoreV1().ServiceAccounts(ns).Get(ctxT(t), "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := time.Now().Truncate(time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status.Token == "" || tr.Spec.ExpirationSeconds == nil || *tr.Spec.ExpirationSeconds != 3600 ||
+		!slices.Equal(tr.Spec.Audiences, []string{DefaultServiceAccountIssuer}) || tr.Name != "default" || tr.Namespace != ns {
+		t.Errorf("token request = %+v", tr)
+	}
+	if exp := tr.Status.ExpirationTimestamp.Time; exp.Before(before.Add(time.Hour)) || exp.After(time.Now().Add(time.Hour)) {
+		t.Errorf("expirationTimestamp %v", exp)
+	}
+	c, _, err := signer.Verify(tr.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Subject != "system:serviceaccount:"+ns+":default" || c.Kubernetes.ServiceAccount.UID != string(sa.UID) ||
+		c.Kubernetes.Namespace != ns || c.Kubernetes.Pod != nil || c.ID == "" || c.NotBefore == nil || c.IssuedAt == nil ||
+		!slices.Equal([]string(c.Audience), []string{DefaultServiceAccountIssuer}) {
+		t.Errorf("claims = %+v", c)
+	}
+	if got := c.ExpiresAt.Sub(c.IssuedAt.Time); got != time.Hour {
+		t.Errorf("exp - iat = %v", got)
+	}
+
+	// Audiences and expiration as asked.
+	secs := int64(600)
+	tr, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"vault"}, ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := signer.Verify(tr.Status.Token); c == nil || !slices.Equal([]string(c.Audience), []string{"vault"}) || c.ExpiresAt.Sub(c.IssuedAt.Time) != 10*time.Minute {
+		t.Errorf("claims = %+v", c)
+	}
+
+	// Too short: upstream's validation error.
+	secs = 599
+	_, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes") {
+		t.Errorf("599s: %v", err)
+	}
+	// Missing service account.
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "nope", &authnv1.TokenRequest{}, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("missing service account: %v", err)
+	}
+	// Name in the body must match.
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("other name: %v", err)
+	}
+
+	// Bound to a pod: its UID (and node name) are in the claims.
+	pod := testPod("bound")
+	pod.Spec.NodeName = "node-a"
+	pod, err = client.CoreV1().Pods(ns).Create(ctxT(t), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "bound"}
+	tr, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ = signer.Verify(tr.Status.Token)
+	if c == nil || c.Kubernetes.Pod == nil || c.Kubernetes.Pod.UID != string(pod.UID) || c.Kubernetes.Pod.Name != "bound" ||
+		c.Kubernetes.Node == nil || c.Kubernetes.Node.Name != "node-a" {
+		t.Errorf("bound claims = %+v", c)
+	}
+	ref.UID = "wrong"
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("wrong bound UID: %v", err)
+	}
+	ref.UID, ref.Name = "", "missing"
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("missing pod: %v", err)
+	}
+	ref.Kind, ref.Name = "ConfigMap", "x"
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("config map binding: %v", err)
+	}
+	other := testPod("other-sa")
+	other.Spec.ServiceAccountName = "builder"
+	if _, err = client.CoreV1().Pods(ns).Create(ctxT(t), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref.Kind, ref.Name = "Pod", "other-sa"
+	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("pod of another service account: %v", err)
+	}
+
+	// Lookups for authentication.
+	if uid, err := testSrv.LookupServiceAccount(ctxT(t), ns, "default"); err != nil || uid != string(sa.UID) {
+		t.Errorf("LookupServiceAccount = %q, %v", uid, err)
+	}
+	if uid, err := testSrv.LookupPod(ctxT(t), ns, "bound"); err != nil || uid != string(pod.UID) {
+		t.Errorf("LookupPod = %q, %v", uid, err)
+	}
+	if _, err := testSrv.LookupPod(ctxT(t), ns, "missing"); !apierrors.IsNotFound(err) {
+		t.Errorf("LookupPod(missing) = %v", err)
+	}
+}
+
+func TestTokenRequestWithoutSigner(t *testing.T) {
+	ns := testNamespace(t)
+	_, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("CreateToken without a signer: %v", err)
+	}
+}
+
+func TestTokenReview(t *testing.T) {
+	var gotAuds []string
+	cs := tokenServer(t, newTestSigner(t), func(_ context.Context, token string, auds []string) (TokenResult, bool, error) {
+		gotAuds = auds
+		switch token {
+		case "good":
+			return TokenResult{User: User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}, UID: "1",
+				Extra: map[string][]string{"k": {"v"}}, Audiences: auds}, true, nil
+		case "wrong-auds":
+			return TokenResult{User: User{Name: "alice"}, Audiences: []string{"elsewhere"}}, true, nil
+		}
+		return TokenResult{}, false, errorString("invalid bearer token")
+	})
+	review := func(token string, auds ...string) (*authnv1.TokenReview, error) {
+		return cs.AuthenticationV1().TokenReviews().Create(ctxT(t),
+			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: auds}}, metav1.CreateOptions{})
+	}
+	tr, err := review("good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tr.Status
+	if !st.Authenticated || st.Error != "" || st.User.Username != "alice" || st.User.UID != "1" ||
+		!slices.Equal(st.User.Groups, []string{"devs", "system:authenticated"}) || st.User.Extra["k"][0] != "v" ||
+		!slices.Equal(st.Audiences, []string{DefaultServiceAccountIssuer}) || !slices.Equal(gotAuds, []string{DefaultServiceAccountIssuer}) {
+		t.Errorf("status = %+v (audiences asked %v)", st, gotAuds)
+	}
+	if tr, err = review("good", "vault"); err != nil || !slices.Equal(tr.Status.Audiences, []string{"vault"}) {
+		t.Errorf("review for vault = %+v, %v", tr, err)
+	}
+	if tr, err = review("bad"); err != nil || tr.Status.Authenticated || tr.Status.Error != "invalid bearer token" || tr.Status.User.Username != "" {
+		t.Errorf("bad token = %+v, %v", tr, err)
+	}
+	if _, err = review("wrong-auds"); !apierrors.IsInternalError(err) {
+		t.Errorf("authenticator ignoring audiences: %v", err)
+	}
+}
+
+// The handler-only server (no authenticator) reviews no token.
+func TestTokenReviewWithoutAuthenticator(t *testing.T) {
+	tr, err := client.AuthenticationV1().TokenReviews().Create(ctxT(t),
+		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "x"}}, metav1.CreateOptions{})
+	if err != nil || tr.Status.Authenticated {
+		t.Errorf("review = %+v, %v", tr, err)
+	}
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+)
+
+// The service account signing key in the PKI directory, as kubeadm's
+// (kube-apiserver's --service-account-signing-key-file and
+// --service-account-key-file).
+const (
+	saKeyFile = "sa.key"
+	saPubFile = "sa.pub"
+)
+
+// ensureServiceAccountKey loads dir/sa.key, or creates an ECDSA P-256 key
+// (and dir/sa.pub) on first start. An existing key is kept: replacing it
+// would invalidate every token issued; an unreadable one is an error.
+func ensureServiceAccountKey(dir string, log *slog.Logger) (crypto.Signer, error) {
+	keyPath, pubPath := filepath.Join(dir, saKeyFile), filepath.Join(dir, saPubFile)
+	data, err := os.ReadFile(keyPath)
+	var key crypto.Signer
+	switch {
+	case err == nil:
+		if key, err = parseSigningKey(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", keyPath, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		der, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+			return nil, err
+		}
+		log.Info("created service account signing key", "path", keyPath)
+		key = k
+	default:
+		return nil, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	if cur, err := os.ReadFile(pubPath); err != nil || string(cur) != string(pubPEM) {
+		if err := writeFileAtomic(pubPath, pubPEM, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return key, nil
+}
+
+// parseSigningKey accepts SEC1 EC, PKCS#1 RSA and PKCS#8 keys.
+func parseSigningKey(data []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM private key")
+	}
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		return x509.ParseECPrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		return x509.ParsePKCS1PrivateKey(block.Bytes)
+	case "PRIVATE KEY":
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		switch k := k.(type) {
+		case *ecdsa.PrivateKey:
+			return k, nil
+		case *rsa.PrivateKey:
+			return k, nil
+		}
+		return nil, fmt.Errorf("unsupported key type %T", k)
+	}
+	return nil, fmt.Errorf("unsupported PEM block %q", block.Type)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// serviceAccountLookup is what token authentication reads from the API
+// (implemented by *apiserver.Server).
+type serviceAccountLookup interface {
+	LookupServiceAccount(ctx context.Context, ns, name string) (uid string, err error)
+	LookupPod(ctx context.Context, ns, name string) (uid string, err error)
+}
+
+// saTokenAuthenticator authenticates bound service account tokens, as
+// upstream's JWT token authenticator with its service account validator.
+type saTokenAuthenticator struct {
+	signer *apiserver.TokenSigner
+	lookup serviceAccountLookup
+	// implicitAuds are the API server's audiences: the default target, and
+	// what a token without audiences is for.
+	implicitAuds []string
+}
+
+// authenticate checks a token: signed by our key for our issuer, in time,
+// for one of the target audiences (nil: the API server's), and naming a
+// service account (and pod) that still exist with the same UIDs.
+func (a *saTokenAuthenticator) authenticate(ctx context.Context, token string, target []string) (apiserver.TokenResult, bool, error) {
+	c, ours, err := a.signer.Verify(token)
+	if !ours {
+		return apiserver.TokenResult{}, false, nil
+	}
+	if err != nil {
+		return apiserver.TokenResult{}, false, err
+	}
+	tokenAuds := []string(c.Audience)
+	if len(tokenAuds) == 0 {
+		tokenAuds = a.implicitAuds
+	}
+	if target == nil {
+		target = a.implicitAuds
+	}
+	auds, err := apiserver.CheckAudiences(tokenAuds, target)
+	if err != nil {
+		return apiserver.TokenResult{}, false, err
+	}
+	k := c.Kubernetes
+	uid, err := a.lookup.LookupServiceAccount(ctx, k.Namespace, k.ServiceAccount.Name)
+	if err != nil {
+		return apiserver.TokenResult{}, false, err
+	}
+	if uid != k.ServiceAccount.UID {
+		return apiserver.TokenResult{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", uid, k.ServiceAccount.UID)
+	}
+	extra := map[string][]string{}
+	if c.ID != "" {
+		extra[apiserver.ExtraCredentialID] = []string{"JTI=" + c.ID}
+	}
+	if p := k.Pod; p != nil {
+		podUID, err := a.lookup.LookupPod(ctx, k.Namespace, p.Name)
+		if err != nil {
+			return apiserver.TokenResult{}, false, err
+		}
+		if podUID != p.UID {
+			return apiserver.TokenResult{}, false, fmt.Errorf("pod UID (%s) does not match claim (%s)", podUID, p.UID)
+		}
+		extra[apiserver.ExtraPodName] = []string{p.Name}
+		extra[apiserver.ExtraPodUID] = []string{p.UID}
+	}
+	if n := k.Node; n != nil {
+		extra[apiserver.ExtraNodeName] = []string{n.Name}
+		if n.UID != "" {
+			extra[apiserver.ExtraNodeUID] = []string{n.UID}
+		}
+	}
+	return apiserver.TokenResult{
+		User:      apiserver.ServiceAccountUser(k.Namespace, k.ServiceAccount.Name),
+		UID:       uid,
+		Extra:     extra,
+		Audiences: auds,
+	}, true, nil
+}
