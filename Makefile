@@ -5,6 +5,7 @@
 #   make setup                  install packages, build the pause binary and the image archives
 #   make build                  build _output/bin/nodeagent
 #   make crictl                 build crictl into _output/bin (to look at pods the way users do)
+#   make kubectl                build upstream kubectl (k8s.io/kubectl) into _output/bin
 #   make containerd-test-start  start the "test" containerd instance (hack/containerd.sh)
 #   make containerd-test-stop   stop it
 
@@ -14,7 +15,7 @@ CRICTL_VERSION := v1.37.0
 
 .PHONY: run test test-unit test-e2e bench lint setup build crictl containerd-test-start containerd-test-stop
 
-run: setup build crictl
+run: setup build crictl kubectl
 	bash hack/run.sh
 
 test: setup lint test-unit test-e2e
@@ -41,6 +42,11 @@ build:
 
 crictl:
 	@test -x $(BIN)/crictl || GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+KUBECTL_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=v1.37.2 -X $(p).gitMajor=1 -X $(p).gitMinor=37)
+
+kubectl:
+	$(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(BIN)/kubectl ./test/kubectl
 
 containerd-test-start:
 	bash hack/containerd.sh start test

@@ -33,7 +33,7 @@ cat <<TXT
 nodeagent is running: the control plane, and the node agent on static pods
 (the agent joins the API server in a later version).
   API server     https://127.0.0.1:6443  (etcd embedded in /var/lib/nodeagent/etcd; log /var/lib/nodeagent/server.log)
-  kubectl        export KUBECONFIG=/var/lib/nodeagent/admin.kubeconfig
+  kubectl        export KUBECONFIG=/var/lib/nodeagent/admin.kubeconfig   ($ROOT/_output/bin/kubectl is upstream's)
                  kubectl get ns; kubectl create deployment web --image=localhost/nodeagent/busybox:1
   agent config   /etc/nodeagent/config.yaml  (KubeletConfiguration; flags override it)
   manifests      /etc/nodeagent/manifests    (add, edit or remove pod files: applied within a second)
