@@ -45,6 +45,14 @@ type Config struct {
 	// HousekeepingPeriod is how often runtime pods unknown to the agent
 	// are looked for and removed.
 	HousekeepingPeriod time.Duration
+
+	// OnStatus, when set, receives each pod's status whenever it changes
+	// (the status manager sends it to the API server).
+	OnStatus func(pod *v1.Pod, status v1.PodStatus)
+	// OnTerminated, when set, is called once a pod that left the node (or
+	// was deleted: deletionTimestamp set) is stopped and cleaned up, so the
+	// API side can confirm the deletion.
+	OnTerminated func(pod *v1.Pod)
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -66,9 +74,12 @@ type Manager struct {
 	mu      sync.Mutex
 	desired map[types.UID]*v1.Pod
 	workers map[types.UID]*worker
-	seeded  bool
-	ready   chan struct{}
-	wg      sync.WaitGroup
+	// finished holds deleted pods already stopped and cleaned up, so that
+	// they are not stopped again while the API still lists them.
+	finished map[types.UID]bool
+	seeded   bool
+	ready    chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New checks the configuration and builds a manager.
@@ -96,14 +107,15 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger.Warn("registry credentials ignored", "err", err)
 	}
 	m := &Manager{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		events:  cfg.Events,
-		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
-		now:     time.Now,
-		desired: map[types.UID]*v1.Pod{},
-		workers: map[types.UID]*worker{},
-		ready:   make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		events:   cfg.Events,
+		backoff:  flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		now:      time.Now,
+		desired:  map[types.UID]*v1.Pod{},
+		workers:  map[types.UID]*worker{},
+		finished: map[types.UID]bool{},
+		ready:    make(chan struct{}),
 	}
 	m.puller = &puller{
 		images:  cfg.Images,
@@ -162,13 +174,26 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 		}
 	}
 	m.desired = desired
+	for uid := range m.finished {
+		if _, ok := desired[uid]; !ok {
+			delete(m.finished, uid)
+		}
+	}
 	var started []*worker
 	for uid, p := range desired {
-		if w, ok := m.workers[uid]; ok {
+		w, ok := m.workers[uid]
+		switch {
+		case ok:
 			w.update(p)
+		case m.finished[uid]:
 			continue
+		default:
+			w = m.startWorkerLocked(ctx, p, false)
+			started = append(started, w)
 		}
-		started = append(started, m.startWorkerLocked(ctx, p, false))
+		if p.DeletionTimestamp != nil {
+			w.terminate() // deleted through the API: stop within its grace period
+		}
 	}
 	if m.seeded {
 		return false
@@ -207,8 +232,13 @@ func (m *Manager) forget(ctx context.Context, w *worker) {
 	if m.workers[w.uid] == w {
 		delete(m.workers, w.uid)
 	}
-	if p, ok := m.desired[w.uid]; ok && ctx.Err() == nil {
-		m.startWorkerLocked(ctx, p, false)
+	p, ok := m.desired[w.uid]
+	switch {
+	case !ok || ctx.Err() != nil:
+	case p.DeletionTimestamp != nil:
+		m.finished[w.uid] = true
+	default:
+		m.startWorkerLocked(ctx, p, false) // came back while it was stopping
 	}
 }
 

@@ -252,7 +252,34 @@ func (w *worker) markSynced() {
 	}
 }
 
+// reportFinalStatus publishes the stopped pod's status (containers
+// terminated, with exit codes) before its containers are removed.
+func (w *worker) reportFinalStatus(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) {
+	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	if err != nil {
+		w.log.Warn("final status", "err", err)
+		return
+	}
+	w.mu.Lock()
+	w.terminal = true // stopped for good: no restarts are pending
+	w.mu.Unlock()
+	w.generateStatus(pod, st)
+}
+
 func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus {
+	status := w.computeStatus(pod, st)
+	if w.m.cfg.OnStatus != nil && status.changed {
+		w.m.cfg.OnStatus(pod, status.PodStatus)
+	}
+	return status.PodStatus
+}
+
+type generatedStatus struct {
+	v1.PodStatus
+	changed bool
+}
+
+func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	waiting := make(map[string]Waiting, len(w.waiting))
@@ -264,8 +291,9 @@ func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus
 		HostIP: w.m.cfg.NodeIP, RuntimeName: w.m.cfg.RuntimeName, StartTime: w.startTime, Now: w.m.now(),
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
 	})
+	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
 	w.status = &status
-	return status
+	return generatedStatus{status, changed}
 }
 
 // finish records that the pod completed for good and makes sure its
@@ -333,6 +361,9 @@ func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
 	w.state = Terminated
 	w.mu.Unlock()
 	w.log.Info("pod terminated and cleaned up")
+	if w.m.cfg.OnTerminated != nil && !w.orphan {
+		w.m.cfg.OnTerminated(pod)
+	}
 }
 
 func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) error {
@@ -346,6 +377,9 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	}
 	if err := w.killPod(ctx, pod, st, grace); err != nil {
 		return err
+	}
+	if !w.orphan {
+		w.reportFinalStatus(ctx, pod, ref)
 	}
 	var errs []error
 	for _, c := range st.Containers {
