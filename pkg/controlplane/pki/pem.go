@@ -31,7 +31,7 @@ func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse certificate: %w", err)
 	}
-	key, err := parseKey(keyPEM)
+	key, err := ParseKey(keyPEM)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,8 +42,8 @@ func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error)
 	return cert, key, nil
 }
 
-// parseKey accepts SEC1 EC, PKCS#1 RSA and PKCS#8 keys (ECDSA or RSA).
-func parseKey(keyPEM []byte) (crypto.Signer, error) {
+// ParseKey accepts SEC1 EC, PKCS#1 RSA and PKCS#8 keys (ECDSA or RSA).
+func ParseKey(keyPEM []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(keyPEM)
 	if block == nil {
 		return nil, errors.New("no PEM private key")

@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
 // The service account signing key in the PKI directory, as kubeadm's
@@ -36,7 +36,7 @@ func ensureServiceAccountKey(dir string, log *slog.Logger) (crypto.Signer, error
 	var key crypto.Signer
 	switch {
 	case err == nil:
-		if key, err = parseSigningKey(data); err != nil {
+		if key, err = pki.ParseKey(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", keyPath, err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
@@ -70,33 +70,6 @@ func ensureServiceAccountKey(dir string, log *slog.Logger) (crypto.Signer, error
 		}
 	}
 	return key, nil
-}
-
-// parseSigningKey accepts SEC1 EC, PKCS#1 RSA and PKCS#8 keys.
-func parseSigningKey(data []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM private key")
-	}
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		return x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		return x509.ParsePKCS1PrivateKey(block.Bytes)
-	case "PRIVATE KEY":
-		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		switch k := k.(type) {
-		case *ecdsa.PrivateKey:
-			return k, nil
-		case *rsa.PrivateKey:
-			return k, nil
-		}
-		return nil, fmt.Errorf("unsupported key type %T", k)
-	}
-	return nil, fmt.Errorf("unsupported PEM block %q", block.Type)
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
