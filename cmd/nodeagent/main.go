@@ -46,7 +46,7 @@ func agentCmd() *cobra.Command {
 	var verbosity int
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run the node agent: static pods from --pod-manifest-path on the CRI runtime",
+		Short: "Run the node agent: static pods from --pod-manifest-path and, with --kubeconfig, the pods the API server binds to the node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			effective := cfg

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,9 +11,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
@@ -32,15 +34,15 @@ type Options struct {
 	Config *agentconfig.Config
 	Flags  *agentconfig.Flags
 	Logger *slog.Logger
+	// RESTConfig, when set, joins the API server it points at instead of
+	// Flags.Kubeconfig (for an agent started in-process by the server).
+	RESTConfig *rest.Config
 }
 
 // Run starts the agent and blocks until ctx ends. Pods keep running after
 // it returns, as they do when the kubelet stops.
 func Run(ctx context.Context, o Options) error {
 	cfg, log := o.Config, o.Logger
-	if o.Flags.Kubeconfig != "" {
-		return errors.New("--kubeconfig: joining an API server is not implemented yet; run standalone with --pod-manifest-path")
-	}
 	nodeName, err := NodeName(o.Flags.HostnameOverride)
 	if err != nil {
 		return err
@@ -62,7 +64,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer rt.Close()
 
-	mgr, err := podworker.New(podworker.Config{
+	api, err := newAPI(o, rt, nodeName, nodeIP, log)
+	if err != nil {
+		return err
+	}
+	wcfg := podworker.Config{
 		Runtime:      rt,
 		Images:       rt,
 		RuntimeName:  version.RuntimeName,
@@ -79,29 +85,69 @@ func Run(ctx context.Context, o Options) error {
 		ParallelImagePulls: !*cfg.SerializeImagePulls,
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),
-	})
+	}
+	if api != nil {
+		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
+	}
+	mgr, err := podworker.New(wcfg)
 	if err != nil {
 		return err
 	}
-	return runComponents(ctx, o, mgr, rt, nodeName, log)
+	return runComponents(ctx, o, mgr, rt, api, nodeName, log)
 }
 
-func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *runtime.Client, nodeName string, log *slog.Logger) error {
+// newAPI builds the API side when a kubeconfig (or RESTConfig) is given;
+// nil runs standalone.
+func newAPI(o Options, rt *runtime.Client, nodeName, nodeIP string, log *slog.Logger) (*apiclient.API, error) {
+	userAgent := "nodeagent/" + Version
+	var rc *rest.Config
+	switch {
+	case o.RESTConfig != nil:
+		rc = apiclient.ClientConfig(o.RESTConfig, userAgent)
+	case o.Flags.Kubeconfig != "":
+		var err error
+		if rc, err = apiclient.RESTConfig(o.Flags.Kubeconfig, userAgent); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, nil
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	log.Info("joining the API server", "server", rc.Host)
+	return apiclient.New(apiclient.Config{
+		Client: cs, NodeName: nodeName, NodeIP: nodeIP, RootDir: o.Flags.RootDir,
+		Capacity: allocatable(), Runtime: rt, KubeletVersion: Version,
+		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, Logger: log,
+	})
+}
+
+func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *runtime.Client, api *apiclient.API, nodeName string, log *slog.Logger) error {
 	cfg := o.Config
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 4)
+	errc := make(chan error, 8)
 
-	pods := make(chan []*v1.Pod, 1)
+	file := make(chan []*v1.Pod, 1)
 	if cfg.StaticPodPath == "" {
-		log.Warn("no --pod-manifest-path: the agent runs no pods")
-		pods <- nil
+		if api == nil {
+			log.Warn("no --pod-manifest-path: the agent runs no pods")
+		}
+		file <- nil
 	} else {
 		src, err := staticpod.New(staticpod.Config{Dir: cfg.StaticPodPath, NodeName: nodeName, ResyncPeriod: cfg.FileCheckFrequency.Duration, Logger: log})
 		if err != nil {
 			return err
 		}
-		go func() { errc <- src.Run(ctx, pods) }()
+		go func() { errc <- src.Run(ctx, file) }()
+	}
+	pods := file // standalone: the static pods are the desired set
+	if api != nil {
+		merged := make(chan []*v1.Pod, 1)
+		go func() { errc <- wrapServe("API client", api.Run(ctx, file, merged)) }()
+		pods = merged
 	}
 	events := make(chan types.UID, 256)
 	pleg := runtime.NewPLEG(rt, plegPeriod, log)

@@ -108,8 +108,12 @@ func TestClientGoInformer(t *testing.T) {
 		t.Errorf("add handler: pod %q", got.Name)
 	}
 	mustKubectl(t, "-n", ns, "label", "pod", "i", "seen=yes")
-	if got := recv(t, updated, "update"); got.Labels["seen"] != "yes" {
-		t.Errorf("update handler: labels %v", got.Labels)
+	// Other writers (the scheduler marking the pod unschedulable) may
+	// update it first: wait for the update carrying the label.
+	for {
+		if got := recv(t, updated, "update"); got.Labels["seen"] == "yes" {
+			break
+		}
 	}
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, "i", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -81,6 +81,7 @@ func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *ht
 			return nil, apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
+		setPodScheduled(pod) // as upstream's binding does
 		for k, v := range b.Annotations {
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}
@@ -203,4 +204,20 @@ func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes
 		return s.authorize(r, res, ri) == nil
 	}
 	return false
+}
+
+// setPodScheduled marks the pod's PodScheduled condition True.
+func setPodScheduled(pod *v1.Pod) {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == v1.PodScheduled {
+			if c.Status != v1.ConditionTrue {
+				c.Status, c.Reason, c.Message, c.LastTransitionTime = v1.ConditionTrue, "", "", metav1.Now()
+			}
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{
+		Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now(),
+	})
 }

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
 )
 
 // watchGrace is how long a graceful shutdown waits for requests before it
@@ -141,6 +144,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return abort(nil) // ctx ended (nil) or a component failed (its error)
 	}
 
+	// The scheduler is a client of the secure port, as the admin identity.
+	adminClient, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.localURL(), TLSClientConfig: rest.TLSClientConfig{
+		CAData: p.CAPEM, CertData: p.AdminCertPEM, KeyData: p.AdminKeyPEM}})
+	if err != nil {
+		return abort(fmt.Errorf("scheduler client: %w", err))
+	}
+	sched, err := scheduler.New(scheduler.Config{Client: adminClient, Logger: log.With("component", "scheduler")})
+	if err != nil {
+		return abort(err)
+	}
+
 	// 4. The secure port: probes for anyone, the API behind authentication.
 	health := &healthChecks{etcdHealth: store.Healthy}
 	mux := http.NewServeMux()
@@ -170,6 +184,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	})
+	g.Go(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdownHTTP(srv, cancelRequests, cfg.ShutdownTimeout, log)

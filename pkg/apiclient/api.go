@@ -1,0 +1,138 @@
+package apiclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// The kubelet's client defaults (kubeAPIQPS, kubeAPIBurst).
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
+// RESTConfig loads a kubeconfig file and applies the agent's client
+// settings.
+func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return ClientConfig(rc, userAgent), nil
+}
+
+// ClientConfig copies rc with the agent's QPS, burst and user agent.
+func ClientConfig(rc *rest.Config, userAgent string) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = clientQPS, clientBurst
+	}
+	if userAgent != "" {
+		rc.UserAgent = userAgent
+	}
+	return rc
+}
+
+// Config configures API: the node's identity and how often to report.
+type Config struct {
+	Client         kubernetes.Interface
+	NodeName       string
+	NodeIP         string
+	RootDir        string
+	Capacity       v1.ResourceList
+	Runtime        Runtime
+	KubeletVersion string
+	// NodeStatusUpdateFrequency is the kubelet's setting (default 10s).
+	NodeStatusUpdateFrequency time.Duration
+	Logger                    *slog.Logger
+}
+
+// API is every API-side component of the agent, assembled.
+type API struct {
+	Node     *NodeStatus
+	Lease    *Lease
+	Source   *APISource
+	Status   *StatusManager
+	Mirrors  *MirrorManager
+	recorder record.EventRecorder
+	stopRec  func()
+	log      *slog.Logger
+}
+
+// New builds the components; Run starts them.
+func New(cfg Config) (*API, error) {
+	if cfg.Client == nil || cfg.NodeName == "" || cfg.Runtime == nil {
+		return nil, errors.New("apiclient: Client, NodeName and Runtime are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &API{log: cfg.Logger}
+	var err error
+	if a.Node, err = NewNodeStatus(NodeConfig{
+		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
+		UpdateFrequency: cfg.NodeStatusUpdateFrequency, Logger: cfg.Logger,
+	}); err != nil {
+		return nil, err
+	}
+	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if a.Source, err = NewAPISource(APISourceConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if a.Status, err = NewStatusManager(StatusConfig{Client: cfg.Client, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	a.recorder, a.stopRec = NewEventRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
+	return a, nil
+}
+
+// Events is the recorder for podworker.Config.Events.
+func (a *API) Events() record.EventRecorder { return a.recorder }
+
+// OnStatus is podworker.Config.OnStatus.
+func (a *API) OnStatus(pod *v1.Pod, status v1.PodStatus) { a.Status.OnStatus(pod, status) }
+
+// OnTerminated is podworker.Config.OnTerminated.
+func (a *API) OnTerminated(pod *v1.Pod) { a.Status.OnTerminated(pod) }
+
+// Run runs every component until ctx ends or one fails. The static pods
+// come in on file (nil: no static pod source); the full desired set goes
+// out on out. The pod source starts once the Node is registered, so that
+// pods are not run on a node the API does not know.
+func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.Pod) error {
+	defer a.stopRec()
+	g, ctx := errgroup.WithContext(ctx)
+	apiPods := make(chan APIPods)
+	merger := &Merger{OnStatic: a.Mirrors.Update}
+	g.Go(func() error { return a.Node.Run(ctx) })
+	g.Go(func() error { return a.Lease.Run(ctx) })
+	g.Go(func() error { return a.Status.Run(ctx) })
+	g.Go(func() error { return a.Mirrors.Run(ctx) })
+	g.Go(func() error { return merger.Run(ctx, file, apiPods, out) })
+	g.Go(func() error {
+		select {
+		case <-a.Node.Registered():
+		case <-ctx.Done():
+			return nil
+		}
+		return a.Source.Run(ctx, apiPods)
+	})
+	return g.Wait()
+}

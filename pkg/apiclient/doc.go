@@ -1,0 +1,27 @@
+// Package apiclient is the agent's side of the Kubernetes API, on
+// client-go and standard API behaviour only, so that the agent joins the
+// bundled control plane and a real kube-apiserver alike:
+//
+//   - NodeStatus registers the Node and reports its status (conditions,
+//     capacity, node info) on change and at least every report period;
+//   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
+//   - APISource watches the pods bound to the node (spec.nodeName);
+//   - Merger joins the static pods and the API pods into the full desired
+//     set the pod manager takes;
+//   - StatusManager sends pod statuses to pods/status and confirms
+//     deletions (grace period 0, UID precondition);
+//   - MirrorManager keeps a mirror pod in the API for every static pod;
+//   - NewEventRecorder records events as component "kubelet".
+//
+// API assembles them: build it with New, pass its OnStatus, OnTerminated
+// and Events to podworker.Config, and run it with the static pod channel
+// in and the merged channel out:
+//
+//	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
+//	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),
+//		OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
+//	go api.Run(ctx, staticPods, merged)
+//	go mgr.Run(ctx, merged, plegEvents)
+//
+// Every component has Run(ctx) error and stops when ctx ends.
+package apiclient

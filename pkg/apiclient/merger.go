@@ -1,0 +1,69 @@
+package apiclient
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Merger joins the pod sources into the full desired set the pod manager
+// takes: the latest set of each source. Nothing is sent before every
+// source has reported once, so that the manager never sees a partial set
+// (its first set decides which runtime pods are unknown and removed).
+type Merger struct {
+	// OnStatic, when set, receives the static pods and the API's mirror
+	// pods after every change of either (the mirror pod manager).
+	OnStatic func(static, mirrors []*v1.Pod)
+}
+
+// Run merges until ctx ends. A nil file channel means no static pod
+// source. The latest merged set is sent on out; while out is full, newer
+// sets replace the pending one.
+func (m *Merger) Run(ctx context.Context, file <-chan []*v1.Pod, api <-chan APIPods, out chan<- []*v1.Pod) error {
+	var (
+		static   []*v1.Pod
+		fromAPI  APIPods
+		haveFile = file == nil
+		haveAPI  bool
+		pending  []*v1.Pod
+		sendc    chan<- []*v1.Pod // nil until a set is pending
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case set := <-file:
+			static, haveFile = set, true
+		case set := <-api:
+			fromAPI, haveAPI = set, true
+		case sendc <- pending:
+			sendc, pending = nil, nil
+			continue
+		}
+		if !haveFile || !haveAPI {
+			continue
+		}
+		if m.OnStatic != nil {
+			m.OnStatic(static, fromAPI.Mirrors)
+		}
+		pending = merge(static, fromAPI.Pods)
+		sendc = out
+	}
+}
+
+// merge returns static pods then API pods; a pod UID present in both is
+// taken from the file (a static pod's UID is its own).
+func merge(static, api []*v1.Pod) []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(static)+len(api))
+	seen := make(map[string]bool, len(static))
+	for _, p := range static {
+		seen[string(p.UID)] = true
+		out = append(out, p)
+	}
+	for _, p := range api {
+		if !seen[string(p.UID)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,358 @@
+package apiclient
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The kubelet's defaults: the status is checked every
+// nodeStatusUpdateFrequency and sent on change or at least every
+// nodeStatusReportFrequency.
+const (
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	maxPods                          = 110
+)
+
+// Condition reasons and messages, as the kubelet's.
+const (
+	ReasonKubeletReady          = "KubeletReady"
+	ReasonKubeletNotReady       = "KubeletNotReady"
+	ReasonSufficientMemory      = "KubeletHasSufficientMemory"
+	ReasonNoDiskPressure        = "KubeletHasNoDiskPressure"
+	ReasonSufficientPID         = "KubeletHasSufficientPID"
+	MessageKubeletReady         = "kubelet is posting ready status"
+	messageSufficientMemory     = "kubelet has sufficient memory available"
+	messageNoDiskPressure       = "kubelet has no disk pressure"
+	messageSufficientPID        = "kubelet has sufficient PID available"
+	labelHostname, labelOS      = "kubernetes.io/hostname", "kubernetes.io/os"
+	labelArch                   = "kubernetes.io/arch"
+	containerRuntimeVersionName = "containerd"
+)
+
+// Runtime is what the API side asks the container runtime.
+type Runtime interface {
+	Version(ctx context.Context, apiVersion string) (*criv1.VersionResponse, error)
+	Status(ctx context.Context, verbose bool) (*criv1.StatusResponse, error)
+}
+
+// NodeConfig configures NodeStatus. Client, NodeName and Runtime are
+// required.
+type NodeConfig struct {
+	Client         kubernetes.Interface
+	NodeName       string
+	NodeIP         string
+	RootDir        string          // statfs'd for ephemeral-storage
+	Capacity       v1.ResourceList // cpu and memory; pods and ephemeral-storage are added
+	Runtime        Runtime
+	KubeletVersion string
+	// UpdateFrequency is how often the status is computed (default 10s),
+	// ReportFrequency how often it is sent when unchanged (default 5m).
+	UpdateFrequency time.Duration
+	ReportFrequency time.Duration
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// NodeStatus registers the Node and keeps its status current.
+type NodeStatus struct {
+	cfg        NodeConfig
+	log        *slog.Logger
+	lastReport time.Time
+	registered chan struct{}
+}
+
+// NewNodeStatus checks cfg and applies the defaults.
+func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
+	if cfg.Client == nil || cfg.NodeName == "" || cfg.Runtime == nil {
+		return nil, errors.New("apiclient: node status needs Client, NodeName and Runtime")
+	}
+	if cfg.UpdateFrequency <= 0 {
+		cfg.UpdateFrequency = DefaultNodeStatusUpdateFrequency
+	}
+	if cfg.ReportFrequency <= 0 {
+		cfg.ReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &NodeStatus{cfg: cfg, log: cfg.Logger.With("component", "nodestatus"), registered: make(chan struct{})}, nil
+}
+
+// Registered is closed once the Node exists in the API.
+func (n *NodeStatus) Registered() <-chan struct{} { return n.registered }
+
+// Run registers the node (retrying with back-off) and then checks its
+// status every UpdateFrequency until ctx ends.
+func (n *NodeStatus) Run(ctx context.Context) error {
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 7*time.Second) {
+		err := n.register(ctx)
+		if err == nil {
+			break
+		}
+		n.log.Error("register node", "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+	close(n.registered)
+	t := time.NewTicker(n.cfg.UpdateFrequency)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := n.sync(ctx); err != nil && ctx.Err() == nil {
+				n.log.Warn("update node status", "err", err)
+			}
+		}
+	}
+}
+
+// register creates the Node with its status, or brings the labels of an
+// existing one up to date and reports its status.
+func (n *NodeStatus) register(ctx context.Context) error {
+	nodes := n.cfg.Client.CoreV1().Nodes()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: n.labels()}}
+	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		n.log.Info("node registered")
+		created.Status = n.status(ctx, nil)
+		if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node status: %w", err)
+		}
+		n.lastReport = n.cfg.Now()
+		return nil
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("create node: %w", err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		changed := false
+		for k, v := range n.labels() {
+			if cur.Labels[k] != v {
+				if cur.Labels == nil {
+					cur.Labels = map[string]string{}
+				}
+				cur.Labels[k], changed = v, true
+			}
+		}
+		if changed {
+			_, err = nodes.Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update node labels: %w", err)
+	}
+	n.log.Info("node already registered")
+	n.lastReport = time.Time{} // report now
+	return n.sync(ctx)
+}
+
+func (n *NodeStatus) labels() map[string]string {
+	return map[string]string{labelHostname: n.cfg.NodeName, labelOS: goruntime.GOOS, labelArch: goruntime.GOARCH}
+}
+
+// sync sends the status when it changed or the report period passed.
+func (n *NodeStatus) sync(ctx context.Context) error {
+	nodes := n.cfg.Client.CoreV1().Nodes()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err // NotFound: deleted by someone; upstream waits for a restart too
+		}
+		st := n.status(ctx, &cur.Status)
+		now := n.cfg.Now()
+		if sameStatus(cur.Status, st) && now.Sub(n.lastReport) < n.cfg.ReportFrequency {
+			return nil
+		}
+		cur.Status = st
+		if _, err := nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		n.lastReport = now
+		return nil
+	})
+}
+
+// sameStatus compares two statuses ignoring heartbeat times.
+func sameStatus(a, b v1.NodeStatus) bool {
+	strip := func(s v1.NodeStatus) v1.NodeStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return s
+	}
+	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// status computes the node status; old (may be nil) keeps the transition
+// times of conditions that did not change and fields others own.
+func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStatus {
+	var st v1.NodeStatus
+	if old != nil {
+		st = *old.DeepCopy()
+	}
+	capacity := n.cfg.Capacity.DeepCopy()
+	if capacity == nil {
+		capacity = v1.ResourceList{}
+	}
+	capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
+	if size := diskSize(n.cfg.RootDir); size > 0 {
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
+	}
+	st.Capacity, st.Allocatable = capacity, capacity.DeepCopy()
+	st.Addresses = nil
+	if n.cfg.NodeIP != "" {
+		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: n.cfg.NodeIP})
+	}
+	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: n.cfg.NodeName})
+	st.NodeInfo = n.nodeInfo(ctx)
+
+	now := metav1.NewTime(n.cfg.Now())
+	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonKubeletReady, Message: MessageKubeletReady}
+	if msg := n.runtimeProblem(ctx); msg != "" {
+		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: ReasonKubeletNotReady, Message: msg}
+	}
+	conds := []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: ReasonSufficientMemory, Message: messageSufficientMemory},
+		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: ReasonNoDiskPressure, Message: messageNoDiskPressure},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: ReasonSufficientPID, Message: messageSufficientPID},
+		ready,
+	}
+	for _, c := range conds {
+		c.LastHeartbeatTime, c.LastTransitionTime = now, now
+		setCondition(&st, c)
+	}
+	return st
+}
+
+// setCondition replaces or appends c, keeping the transition time when the
+// status did not change.
+func setCondition(st *v1.NodeStatus, c v1.NodeCondition) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == c.Type {
+			if st.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// runtimeProblem returns why the runtime is not ready, "" if it is.
+func (n *NodeStatus) runtimeProblem(ctx context.Context) string {
+	resp, err := n.cfg.Runtime.Status(ctx, false)
+	if err != nil {
+		return fmt.Sprintf("container runtime is down: %v", err)
+	}
+	if resp.GetStatus() == nil {
+		return "container runtime status check may not have completed yet"
+	}
+	var problems []string
+	for _, want := range []string{criv1.RuntimeReady, criv1.NetworkReady} {
+		var c *criv1.RuntimeCondition
+		for _, rc := range resp.Status.Conditions {
+			if rc.GetType() == want {
+				c = rc
+			}
+		}
+		switch {
+		case c == nil:
+			problems = append(problems, fmt.Sprintf("container runtime does not report %s", want))
+		case !c.Status && want == criv1.RuntimeReady:
+			problems = append(problems, fmt.Sprintf("container runtime not ready: %s=false reason:%s message:%s", want, c.Reason, c.Message))
+		case !c.Status:
+			problems = append(problems, fmt.Sprintf("container runtime network not ready: %s=false reason:%s message:%s", want, c.Reason, c.Message))
+		}
+	}
+	return strings.Join(problems, ", ")
+}
+
+func (n *NodeStatus) nodeInfo(ctx context.Context) v1.NodeSystemInfo {
+	info := v1.NodeSystemInfo{
+		KernelVersion:   readTrimmed("/proc/sys/kernel/osrelease"),
+		OSImage:         osImage("/etc/os-release"),
+		KubeletVersion:  n.cfg.KubeletVersion,
+		OperatingSystem: goruntime.GOOS,
+		Architecture:    goruntime.GOARCH,
+		MachineID:       readTrimmed("/etc/machine-id"),
+		BootID:          readTrimmed("/proc/sys/kernel/random/boot_id"),
+		SystemUUID:      readTrimmed("/sys/class/dmi/id/product_uuid"),
+	}
+	if v, err := n.cfg.Runtime.Version(ctx, "v1"); err == nil {
+		name := v.RuntimeName
+		if name == "" {
+			name = containerRuntimeVersionName
+		}
+		info.ContainerRuntimeVersion = name + "://" + v.RuntimeVersion
+	}
+	return info
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// osImage is PRETTY_NAME of os-release, as the kubelet reports it.
+func osImage(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "Unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return "Unknown"
+}
+
+// diskSize is the size of the filesystem holding dir, 0 if unknown.
+func diskSize(dir string) int64 {
+	if dir == "" {
+		dir = "/"
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return 0
+	}
+	return int64(fs.Blocks) * fs.Bsize
+}

@@ -1,0 +1,193 @@
+package apiclient
+
+import (
+	"context"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func newTestNode(t *testing.T, rt *fakeRuntime, clock *fakeClock) (*NodeStatus, *fake.Clientset) {
+	t.Helper()
+	cs := fake.NewClientset()
+	n, err := NewNodeStatus(NodeConfig{
+		Client: cs, NodeName: "node-a", NodeIP: "10.0.0.5", RootDir: t.TempDir(),
+		Capacity: v1.ResourceList{v1.ResourceCPU: *resourceQ("2")}, Runtime: rt,
+		KubeletVersion: "v0.1.0-test", Logger: discard, Now: clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, cs
+}
+
+func getNode(t *testing.T, cs *fake.Clientset) *v1.Node {
+	t.Helper()
+	node, err := cs.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+func condition(node *v1.Node, typ v1.NodeConditionType) v1.NodeCondition {
+	for _, c := range node.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return v1.NodeCondition{}
+}
+
+func countActions(cs *fake.Clientset, verb, resource, sub string) int {
+	n := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource && a.GetSubresource() == sub {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRegisterNode(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	n, cs := newTestNode(t, rt, newClock())
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	node := getNode(t, cs)
+	for k, v := range map[string]string{"kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": goruntime.GOARCH} {
+		if node.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)
+		}
+	}
+	wantAddr := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "node-a"}}
+	if len(node.Status.Addresses) != 2 || node.Status.Addresses[0] != wantAddr[0] || node.Status.Addresses[1] != wantAddr[1] {
+		t.Errorf("addresses = %v, want %v", node.Status.Addresses, wantAddr)
+	}
+	if q := node.Status.Capacity[v1.ResourcePods]; q.Value() != 110 {
+		t.Errorf("pods capacity = %s", q.String())
+	}
+	if q := node.Status.Allocatable[v1.ResourceEphemeralStorage]; q.Value() <= 0 {
+		t.Errorf("ephemeral-storage = %s", q.String())
+	}
+	if q := node.Status.Capacity[v1.ResourceCPU]; q.Value() != 2 {
+		t.Errorf("cpu = %s", q.String())
+	}
+	info := node.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://v2.1.0" || info.KubeletVersion != "v0.1.0-test" || info.OperatingSystem != "linux" || info.Architecture != goruntime.GOARCH {
+		t.Errorf("nodeInfo = %+v", info)
+	}
+	want := map[v1.NodeConditionType][2]string{
+		v1.NodeReady:          {"True", ReasonKubeletReady},
+		v1.NodeMemoryPressure: {"False", ReasonSufficientMemory},
+		v1.NodeDiskPressure:   {"False", ReasonNoDiskPressure},
+		v1.NodePIDPressure:    {"False", ReasonSufficientPID},
+	}
+	for typ, w := range want {
+		c := condition(node, typ)
+		if string(c.Status) != w[0] || c.Reason != w[1] || c.Message == "" || c.LastHeartbeatTime.IsZero() {
+			t.Errorf("condition %s = %+v, want %s/%s", typ, c, w[0], w[1])
+		}
+	}
+	if c := condition(node, v1.NodeReady); c.Message != MessageKubeletReady {
+		t.Errorf("Ready message = %q", c.Message)
+	}
+}
+
+func TestNodeNotReadyWhenRuntimeIsNot(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		rtReady, netOK  bool
+		err             error
+		wantMsgContains string
+	}{
+		{"network", true, false, nil, "NetworkReady=false reason:NetworkPluginNotReady"},
+		{"runtime", false, true, nil, "RuntimeReady=false"},
+		{"down", true, true, errDown, "container runtime is down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &fakeRuntime{}
+			rt.set(tc.rtReady, tc.netOK, tc.err)
+			clock := newClock()
+			n, cs := newTestNode(t, rt, clock)
+			if err := n.register(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c := condition(getNode(t, cs), v1.NodeReady)
+			if c.Status != v1.ConditionFalse || c.Reason != ReasonKubeletNotReady || !strings.Contains(c.Message, tc.wantMsgContains) {
+				t.Fatalf("Ready = %+v, want False/KubeletNotReady with %q", c, tc.wantMsgContains)
+			}
+			// The runtime recovers: Ready turns True at once (a change), with a new transition time.
+			rt.set(true, true, nil)
+			clock.Step(10 * time.Second)
+			if err := n.sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c2 := condition(getNode(t, cs), v1.NodeReady)
+			if c2.Status != v1.ConditionTrue || c2.Reason != ReasonKubeletReady || !c2.LastTransitionTime.After(c.LastTransitionTime.Time) {
+				t.Fatalf("Ready after recovery = %+v", c2)
+			}
+		})
+	}
+}
+
+func TestNodeStatusReportFrequency(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	clock := newClock()
+	n, cs := newTestNode(t, rt, clock)
+	ctx := context.Background()
+	if err := n.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	updates := func() int { return countActions(cs, "update", "nodes", "status") }
+	base := updates()
+	first := condition(getNode(t, cs), v1.NodeReady)
+	for range 5 { // unchanged, within the report period: nothing sent
+		clock.Step(10 * time.Second)
+		if err := n.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := updates(); got != base {
+		t.Fatalf("unchanged status sent %d times within the report period", got-base)
+	}
+	clock.Step(DefaultNodeStatusReportFrequency)
+	if err := n.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := updates(); got != base+1 {
+		t.Fatalf("status not reported after the report period (%d updates)", got-base)
+	}
+	c := condition(getNode(t, cs), v1.NodeReady)
+	if !c.LastHeartbeatTime.After(first.LastHeartbeatTime.Time) || !c.LastTransitionTime.Equal(&first.LastTransitionTime) {
+		t.Errorf("heartbeat %v (was %v), transition %v (was %v)", c.LastHeartbeatTime, first.LastHeartbeatTime, c.LastTransitionTime, first.LastTransitionTime)
+	}
+}
+
+func TestRegisterExistingNodeAddsLabels(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	n, cs := newTestNode(t, rt, newClock())
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"role": "edge"}}}
+	if _, err := cs.CoreV1().Nodes().Create(context.Background(), existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	node := getNode(t, cs)
+	if node.Labels["role"] != "edge" || node.Labels["kubernetes.io/hostname"] != "node-a" {
+		t.Errorf("labels = %v", node.Labels)
+	}
+	if condition(node, v1.NodeReady).Status != v1.ConditionTrue {
+		t.Errorf("status not reported for an existing node")
+	}
+}

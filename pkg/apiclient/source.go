@@ -1,0 +1,147 @@
+package apiclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Pod annotations of the kubelet's pod sources.
+const (
+	AnnotationConfigSource = "kubernetes.io/config.source"
+	AnnotationConfigHash   = "kubernetes.io/config.hash"
+	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+	// SourceAPI is the config.source of pods from the API server.
+	SourceAPI  = "api"
+	sourceFile = "file"
+)
+
+// APIPods is one snapshot of the pods bound to the node: the pods to run
+// and the mirror pods of static pods (which are not run).
+type APIPods struct {
+	Pods    []*v1.Pod
+	Mirrors []*v1.Pod
+}
+
+// APISourceConfig configures APISource; Client and NodeName are required.
+type APISourceConfig struct {
+	Client   kubernetes.Interface
+	NodeName string
+	// ResyncPeriod is the informer's resync; 0 (the kubelet's reflector
+	// default) resends only on changes: each pod worker resyncs by itself.
+	ResyncPeriod time.Duration
+	Logger       *slog.Logger
+}
+
+// APISource watches the pods with spec.nodeName=<node>.
+type APISource struct {
+	cfg      APISourceConfig
+	log      *slog.Logger
+	informer cache.SharedIndexInformer
+	factory  informers.SharedInformerFactory
+	changed  chan struct{}
+}
+
+// NewAPISource builds the informer; Run starts it.
+func NewAPISource(cfg APISourceConfig) (*APISource, error) {
+	if cfg.Client == nil || cfg.NodeName == "" {
+		return nil, errors.New("apiclient: API source needs Client and NodeName")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	sel := fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
+	s := &APISource{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "apisource"),
+		informer: f.Core().V1().Pods().Informer(),
+		factory:  f,
+		changed:  make(chan struct{}, 1),
+	}
+	notify := func() {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}); err != nil {
+		return nil, fmt.Errorf("apiclient: pod informer: %w", err)
+	}
+	return s, nil
+}
+
+// Run runs the informer and sends a full snapshot on out once it has
+// synced and after every change (changes in a burst are coalesced).
+func (s *APISource) Run(ctx context.Context, out chan<- APIPods) error {
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
+		return nil // ctx ended
+	}
+	s.log.Info("pod informer synced")
+	for {
+		select {
+		case out <- s.snapshot():
+		case <-ctx.Done():
+			return nil
+		}
+		select {
+		case <-s.changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// snapshot splits the cached pods into pods to run (annotated as API
+// pods) and mirror pods, each sorted by namespace/name.
+func (s *APISource) snapshot() APIPods {
+	var set APIPods
+	for _, obj := range s.informer.GetStore().List() {
+		pod, ok := obj.(*v1.Pod)
+		if !ok {
+			continue
+		}
+		if _, mirror := pod.Annotations[AnnotationConfigMirror]; mirror {
+			set.Mirrors = append(set.Mirrors, pod.DeepCopy())
+			continue
+		}
+		p := pod.DeepCopy()
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AnnotationConfigSource] = SourceAPI
+		set.Pods = append(set.Pods, p)
+	}
+	sortPods(set.Pods)
+	sortPods(set.Mirrors)
+	return set
+}
+
+func sortPods(pods []*v1.Pod) {
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+}
+
+// isAPIPod tells pods from the API from static pods.
+func isAPIPod(pod *v1.Pod) bool { return pod.Annotations[AnnotationConfigSource] == SourceAPI }

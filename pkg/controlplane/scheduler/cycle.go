@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// maxEventMessage is upstream's truncation of FailedScheduling messages.
+const maxEventMessage = 1024
+
+// processNext runs one scheduling cycle; false once the queue shuts down.
+func (s *Scheduler) processNext(ctx context.Context) bool {
+	k, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(k)
+	s.mu.Lock()
+	movesAtStart := s.moves
+	s.mu.Unlock()
+
+	ns, name := splitKey(k)
+	pod, err := s.pods.Pods(ns).Get(name)
+	if err != nil || !s.responsible(pod) {
+		s.queue.Forget(k) // gone, bound, or no longer ours
+		return true
+	}
+	log := s.log.With("pod", k)
+	switch err := s.scheduleOne(ctx, pod); {
+	case err == nil:
+		s.queue.Forget(k)
+	case ctx.Err() != nil:
+	case isUnschedulable(err):
+		log.Info("unable to schedule pod", "reason", err.Error())
+		s.park(k, movesAtStart)
+	default:
+		log.Warn("scheduling pod failed; retrying", "err", err)
+		s.queue.AddRateLimited(k)
+	}
+	return true
+}
+
+// unschedulableError is a FitError: no node passes the filters.
+type unschedulableError struct{ msg string }
+
+func (e *unschedulableError) Error() string { return e.msg }
+
+func isUnschedulable(err error) bool {
+	_, ok := err.(*unschedulableError)
+	return ok
+}
+
+// snapshot is the nodes with their bound and assumed pods.
+func (s *Scheduler) snapshot() ([]*nodeInfo, error) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[types.UID]bool{}
+	var bound []*v1.Pod
+	for _, p := range all {
+		if p.Spec.NodeName != "" {
+			bound = append(bound, p)
+			seen[p.UID] = true
+		}
+	}
+	now := time.Now()
+	s.mu.Lock()
+	for uid, a := range s.assumed {
+		switch {
+		case now.After(a.expires):
+			delete(s.assumed, uid)
+		case !seen[uid]:
+			bound = append(bound, a.pod)
+		}
+	}
+	s.mu.Unlock()
+	return buildSnapshot(nodes, bound), nil
+}
+
+// selectHost filters and scores the nodes. It returns the chosen node, or
+// "" and the FitError message. pick(n) breaks ties among n best nodes.
+func selectHost(pod *v1.Pod, nodes []*nodeInfo, pick func(n int) int) (string, string) {
+	var feasible []*nodeInfo
+	reasons := map[string]int{}
+	for _, ni := range nodes {
+		rs := runFilters(pod, ni, nodes)
+		if len(rs) == 0 {
+			feasible = append(feasible, ni)
+		}
+		for _, r := range rs {
+			reasons[r]++
+		}
+	}
+	if len(feasible) == 0 {
+		return "", fitErrorMessage(len(nodes), reasons)
+	}
+	if len(feasible) == 1 {
+		return feasible[0].Node.Name, ""
+	}
+	scores := scoreNodes(pod, feasible)
+	var best []int
+	for i, sc := range scores {
+		switch {
+		case len(best) == 0 || sc > scores[best[0]]:
+			best = append(best[:0], i)
+		case sc == scores[best[0]]:
+			best = append(best, i)
+		}
+	}
+	return feasible[best[pick(len(best))]].Node.Name, ""
+}
+
+// scheduleOne places pod; it returns an *unschedulableError when no node
+// fits, after recording that on the pod.
+func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
+	nodes, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	node, fitErr := selectHost(pod, nodes, s.randSource.IntN)
+	if node == "" {
+		s.reportUnschedulable(ctx, pod, fitErr)
+		return &unschedulableError{fitErr}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	err = s.client.CoreV1().Pods(pod.Namespace).Bind(callCtx, &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		s.log.Info("pod bound or deleted meanwhile; dropped", "pod", key(pod), "err", err)
+		return nil
+	case err != nil:
+		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
+		return fmt.Errorf("bind to %s: %w", node, err)
+	}
+	s.assume(pod, node)
+	s.log.Info("pod scheduled", "pod", key(pod), "node", node)
+	s.recorder.Eventf(pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
+	if c := podScheduledCondition(pod); c != nil && c.Status != v1.ConditionTrue {
+		// Upstream's binding sets PodScheduled=True; clear our False here
+		// in case the API server's binding does not.
+		s.patchPodScheduled(ctx, pod, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
+	}
+	return nil
+}
+
+// reportUnschedulable records the FailedScheduling event and sets
+// PodScheduled=False (reason Unschedulable) with the same message.
+func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg string) {
+	ev := msg
+	if len(ev) > maxEventMessage {
+		ev = ev[:maxEventMessage-3] + "..."
+	}
+	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", ev)
+	want := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}
+	if c := podScheduledCondition(pod); c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+		return
+	}
+	s.patchPodScheduled(ctx, pod, want)
+}
+
+// patchPodScheduled sets the condition with a strategic merge patch on
+// pods/status (conditions merge by type), keeping the transition time
+// when the status does not change.
+func (s *Scheduler) patchPodScheduled(ctx context.Context, pod *v1.Pod, c v1.PodCondition) {
+	now := metav1.Now()
+	c.LastProbeTime = now
+	c.LastTransitionTime = now
+	if old := podScheduledCondition(pod); old != nil && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{"conditions": []v1.PodCondition{c}},
+	})
+	if err != nil {
+		return
+	}
+	callCtx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if _, err := s.client.CoreV1().Pods(pod.Namespace).Patch(callCtx, pod.Name, types.StrategicMergePatchType,
+		patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+		s.log.Warn("setting PodScheduled condition", "pod", key(pod), "err", err)
+	}
+}
+
+func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func splitKey(k string) (string, string) {
+	ns, name, _ := strings.Cut(k, "/")
+	return ns, name
+}

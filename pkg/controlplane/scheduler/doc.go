@@ -1,0 +1,34 @@
+// Package scheduler assigns pending pods to nodes, with the upstream
+// kube-scheduler's semantics where users rely on them.
+//
+// It watches, through shared informers, the pods that are not terminated
+// (the upstream filter status.phase!=Succeeded,status.phase!=Failed) and
+// the nodes. Pods without spec.nodeName whose spec.schedulerName is ours
+// (default "default-scheduler") and that have no scheduling gates enter a
+// work queue; pods bound to a node are accounted on that node.
+//
+// One scheduling cycle at a time, as upstream:
+//
+//  1. Filter every node with pure functions, in upstream order:
+//     NodeUnschedulable, TaintToleration, NodeReady, NodeAffinity,
+//     NodePorts, NodeResourcesFit, InterPodAffinity.
+//  2. Score the feasible nodes (LeastAllocated, BalancedAllocation,
+//     preferred NodeAffinity, TaintToleration PreferNoSchedule and the
+//     spreading of pods of the same controller), each normalised to
+//     0-100 and weighted as upstream's defaults; ties are broken at random.
+//  3. Bind with POST pods/binding and record a "Scheduled" event.
+//
+// A pod that fits nowhere gets a "FailedScheduling" event and the
+// PodScheduled=False condition (reason Unschedulable) with upstream's
+// message, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had
+// untolerated taint {node.kubernetes.io/not-ready: }.". Preemption is not
+// implemented, so the message ends there. The pod waits until a node or a
+// pod changes, with a per-pod exponential backoff (1s to 10s), and is
+// retried at least every 60s.
+//
+// Use:
+//
+//	s, err := scheduler.New(scheduler.Config{Client: clientset, Logger: log})
+//	if err != nil { ... }
+//	err = s.Run(ctx) // returns nil when ctx ends
+package scheduler

@@ -1,0 +1,193 @@
+// Package flow runs the whole pod flow on one host: the control plane
+// in-process (embedded etcd, real HTTPS API server), the real agent binary
+// joined to it with a node credential, and the "test" containerd instance.
+// Clients talk to the API with client-go as the admin, as users do.
+package flow
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/test/framework"
+)
+
+const nodeName = "flow-node"
+
+var (
+	agentBin  string
+	cri       *nart.Client
+	admin     kubernetes.Interface
+	dataDir   string
+	serverURL string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Println("flow: skipped, needs root (containerd, runc, CNI)")
+		return 0
+	}
+	work, err := os.MkdirTemp("", "nodeagent-flow")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer os.RemoveAll(work)
+	stopCtrd, err := framework.StartContainerd()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer func() {
+		if err := stopCtrd(); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	if agentBin, err = framework.BuildAgent(work); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if cri, err = framework.DialCRI(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer cri.Close()
+	if err := framework.SweepSandboxes(cri); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	stopCP, err := startControlPlane(filepath.Join(work, "server"))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer func() {
+		if err := stopCP(); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	return m.Run()
+}
+
+// startControlPlane runs server.Run on free loopback ports until stop.
+func startControlPlane(dir string) (stop func() error, err error) {
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = framework.NewFreePort(); err != nil {
+			return nil, err
+		}
+	}
+	dataDir = dir
+	serverURL = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	ready := make(chan struct{})
+	cfg := server.Config{
+		DataDir: dir, SecurePort: ports[0], BindAddress: "127.0.0.1",
+		EtcdClientPort: ports[1], EtcdPeerPort: ports[2], DisableAgent: true,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Ready:  ready,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- server.Run(ctx, cfg) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		cancel()
+		return nil, fmt.Errorf("control plane: %v", err)
+	case <-time.After(90 * time.Second):
+		cancel()
+		return nil, fmt.Errorf("control plane not ready after 90s")
+	}
+	stop = func() error {
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(60 * time.Second):
+			return fmt.Errorf("control plane did not stop")
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, server.KubeconfigFile))
+	if err == nil {
+		admin, err = kubernetes.NewForConfig(rc)
+	}
+	if err != nil {
+		_ = stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// newAgent starts the agent joined to the API with a node credential.
+// Cleanup removes the manifests, waits for the agent to remove its pods,
+// stops it and sweeps the runtime.
+func newAgent(t *testing.T) *framework.Agent {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "node.kubeconfig")
+	if err := server.WriteNodeKubeconfig(dataDir, nodeName, serverURL, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	a, err := framework.NewAgent(agentBin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.NodeName = nodeName
+	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(a.ManifestDir)
+		for _, e := range entries {
+			os.Remove(filepath.Join(a.ManifestDir, e.Name()))
+		}
+		waitFor(t, 90*time.Second, "the runtime to hold no sandbox", func() (bool, error) {
+			sbs, err := cri.ListPodSandbox(context.Background(), nil)
+			return err == nil && len(sbs) == 0, err
+		})
+		if err := a.Stop(); err != nil {
+			t.Errorf("stop agent: %v", err)
+		}
+		if err := framework.SweepSandboxes(cri); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() || os.Getenv("FLOW_AGENT_LOG") != "" {
+			t.Logf("agent log:\n%s", a.Logs())
+		}
+	})
+	return a
+}
+
+// waitFor polls cond until it holds; it fails the test after timeout with
+// the last error.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not done after %s (last error: %v)", what, timeout, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
