@@ -4,17 +4,22 @@ import (
 	"context"
 	"fmt"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeagent/nodeagent/pkg/agent"
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 )
 
 func serverCmd() *cobra.Command {
 	var (
-		cfg       server.Config
-		verbosity int
+		cfg         server.Config
+		verbosity   int
+		agentConfig string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -24,7 +29,21 @@ func serverCmd() *cobra.Command {
 			cfg.Logger = newLogger(verbosity)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return server.Run(ctx, cfg)
+			ready := make(chan struct{})
+			cfg.Ready = ready
+			g, gctx := errgroup.WithContext(ctx)
+			g.Go(func() error { return server.Run(gctx, cfg) })
+			if !cfg.DisableAgent {
+				g.Go(func() error {
+					select {
+					case <-ready:
+					case <-gctx.Done():
+						return nil
+					}
+					return runLocalAgent(gctx, &cfg, agentConfig)
+				})
+			}
+			return g.Wait()
 		},
 	}
 	fs := cmd.Flags()
@@ -39,6 +58,7 @@ func serverCmd() *cobra.Command {
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "Loopback peer port of the embedded etcd (default 2380).")
 	fs.StringSliceVar(&cfg.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
 	fs.BoolVar(&cfg.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
+	fs.StringVar(&agentConfig, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
 	cmd.AddCommand(nodeKubeconfigCmd())
 	return cmd
@@ -65,4 +85,30 @@ func nodeKubeconfigCmd() *cobra.Command {
 	fs.StringVar(&out, "out", "node.kubeconfig", "Where to write the kubeconfig.")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd
+}
+
+// runLocalAgent runs this host's node agent joined to the control plane
+// with a node credential minted for it, once the API server is ready.
+func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string) error {
+	agentCfg := agentconfig.Default()
+	if configFile != "" {
+		var err error
+		if agentCfg, err = agentconfig.Load(configFile); err != nil {
+			return err
+		}
+	}
+	if _, err := agentCfg.Validate(); err != nil {
+		return fmt.Errorf("agent configuration: %w", err)
+	}
+	node, err := agent.NodeName("")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(cfg.DataDir, "node.kubeconfig")
+	if err := server.WriteNodeKubeconfig(cfg.DataDir, node, cfg.LocalURL(), kubeconfig); err != nil {
+		return fmt.Errorf("node credential: %w", err)
+	}
+	flags := agentconfig.DefaultFlags()
+	flags.Kubeconfig = kubeconfig
+	return agent.Run(ctx, agent.Options{Config: agentCfg, Flags: flags, Logger: cfg.Logger.With("component", "agent")})
 }

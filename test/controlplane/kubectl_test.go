@@ -18,10 +18,10 @@ func TestDeployments(t *testing.T) {
 	}
 	table := rows(mustKubectl(t, "-n", ns, "get", "deploy"))
 	checkRow(t, "get deploy header", table[0], []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"})
-	checkRow(t, "get deploy row", table[1], []string{"web", "0/2", "0", "0", "*"})
+	checkRow(t, "get deploy row", table[1], []string{"web", "0/2", "*", "0", "*"}) // UP-TO-DATE moves as the controllers work
 	wide := rows(mustKubectl(t, "-n", ns, "get", "deploy", "-o", "wide"))
 	checkRow(t, "wide header", wide[0], []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"})
-	checkRow(t, "wide row", wide[1], []string{"web", "0/2", "0", "0", "*", "busybox", "busybox:1", "app=web"})
+	checkRow(t, "wide row", wide[1], []string{"web", "0/2", "*", "0", "*", "busybox", "busybox:1", "app=web"})
 
 	if out := mustKubectl(t, "-n", ns, "scale", "deploy", "web", "--replicas=3"); out != "deployment.apps/web scaled\n" {
 		t.Errorf("scale: got %q", out)
@@ -40,15 +40,32 @@ func TestDeployments(t *testing.T) {
 			t.Errorf("api-resources --categories=all lacks %s: %q", r, inAll)
 		}
 	}
+	// The controllers create the deployment's replica set and pods
+	// meanwhile: wait until the replica set shows up.
 	var names []string
-	for _, r := range rows(mustKubectl(t, "-n", ns, "get", "all")) {
-		if r[0] != "NAME" && r[0] != "" {
-			names = append(names, r[0])
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		names = names[:0]
+		for _, r := range rows(mustKubectl(t, "-n", ns, "get", "all")) {
+			if r[0] != "NAME" && r[0] != "" {
+				names = append(names, r[0])
+			}
+		}
+		if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "replicaset.apps/web-") }) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, want := range []string{"deployment.apps/web", "pod/solo", "service/svc"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("get all: %q lacks %s", names, want)
 		}
 	}
-	slices.Sort(names)
-	if want := []string{"deployment.apps/web", "pod/solo", "service/svc"}; !slices.Equal(names, want) {
-		t.Errorf("get all: got %q, want %q", names, want)
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "replicaset.apps/web-") }) {
+		t.Errorf("get all: %q lacks the deployment's replica set", names)
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "configmap/") }) {
+		t.Errorf("get all: %q lists a config map", names)
 	}
 }
 

@@ -93,7 +93,7 @@ func (c *Config) listenAddr() string {
 
 // localURL is how clients on this host reach the API server: loopback
 // unless the server binds one specific address.
-func (c *Config) localURL() string {
+func (c *Config) LocalURL() string {
 	host := "127.0.0.1"
 	if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
 		host = ip.String()

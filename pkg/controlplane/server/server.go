@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
@@ -47,7 +48,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
-	if err := pki.WriteKubeconfig(cfg.kubeconfigPath(), cfg.localURL(), p.CAPEM, p.AdminCertPEM, p.AdminKeyPEM, pki.AdminUser); err != nil {
+	if err := pki.WriteKubeconfig(cfg.kubeconfigPath(), cfg.LocalURL(), p.CAPEM, p.AdminCertPEM, p.AdminKeyPEM, pki.AdminUser); err != nil {
 		return fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	servingCert, err := p.ServingCertificate()
@@ -144,9 +145,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return abort(nil) // ctx ended (nil) or a component failed (its error)
 	}
 
-	// The scheduler is a client of the secure port, as the admin identity.
-	adminClient, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.localURL(), TLSClientConfig: rest.TLSClientConfig{
-		CAData: p.CAPEM, CertData: p.AdminCertPEM, KeyData: p.AdminKeyPEM}})
+	// The scheduler and the controllers are clients of the secure port, as
+	// the admin identity.
+	adminClient, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.LocalURL(), QPS: 50, Burst: 100,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.CAPEM, CertData: p.AdminCertPEM, KeyData: p.AdminKeyPEM}})
 	if err != nil {
 		return abort(fmt.Errorf("scheduler client: %w", err))
 	}
@@ -185,6 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	})
 	g.Go(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
+	g.Go(func() error { return controller.Run(gctx, adminClient, log.With("component", "controllers")) })
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdownHTTP(srv, cancelRequests, cfg.ShutdownTimeout, log)
@@ -196,12 +199,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	log.Info("control plane ready", "url", cfg.localURL(), "listen", cfg.listenAddr(),
+	log.Info("control plane ready", "url", cfg.LocalURL(), "listen", cfg.listenAddr(),
 		"kubeconfig", cfg.kubeconfigPath(), "etcd", etcdMode(store))
 	log.Info("use it with: kubectl --kubeconfig " + cfg.kubeconfigPath() + " get --raw /readyz")
-	if !cfg.DisableAgent {
-		log.Info("the node agent is not started by `nodeagent server` yet (joining the API comes later); --disable-agent is implied")
-	}
 
 	err = g.Wait()
 	health.ready.Store(false)

@@ -1,0 +1,59 @@
+// Package controller runs the control plane's controllers (one
+// sub-package each) on one shared informer factory:
+//
+//   - replicaset: keeps spec.replicas pods per ReplicaSet;
+//   - deployment: rolls Deployments out through ReplicaSets;
+//   - garbagecollector: deletes dependents of deleted owners;
+//   - nodelifecycle: marks silent nodes Unknown, taints them and evicts
+//     pods that do not tolerate NoExecute taints.
+//
+// Use it from the all-in-one server once the API server is ready:
+//
+//	g.Go(func() error { return controller.Run(gctx, client, log.With("component", "controllers")) })
+package controller
+
+import (
+	"context"
+	"log/slog"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/deployment"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/garbagecollector"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodelifecycle"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/replicaset"
+)
+
+// Options tunes Run; the zero value takes upstream's defaults.
+type Options struct {
+	NodeLifecycle nodelifecycle.Config
+}
+
+// Run runs every controller until ctx ends or one fails.
+func Run(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
+	return RunWithOptions(ctx, client, log, Options{})
+}
+
+// RunWithOptions is Run with tuning (tests shorten the node grace period).
+func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.Logger, opts Options) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	factory := informers.NewSharedInformerFactory(client, ctrlutil.Resync)
+	rs := replicaset.New(client, factory, log.With("controller", "replicaset"))
+	dep := deployment.New(client, factory, log.With("controller", "deployment"))
+	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
+	nl := nodelifecycle.New(client, factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
+
+	g, gctx := errgroup.WithContext(ctx)
+	factory.Start(gctx.Done())
+	defer factory.Shutdown() // after the workers: wait for the informers to stop
+	g.Go(func() error { return rs.Run(gctx, 2) })
+	g.Go(func() error { return dep.Run(gctx, 2) })
+	g.Go(func() error { return gc.Run(gctx, 2) })
+	g.Go(func() error { return nl.Run(gctx) })
+	return g.Wait()
+}
