@@ -79,9 +79,8 @@ func newAgent(t *testing.T) *framework.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// Registered before Start, so that an agent that starts but never
+	// answers is stopped too.
 	t.Cleanup(func() {
 		entries, _ := os.ReadDir(a.ManifestDir)
 		for _, e := range entries {
@@ -104,6 +103,9 @@ func newAgent(t *testing.T) *framework.Agent {
 			t.Logf("agent log:\n%s", a.Logs())
 		}
 	})
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
 	return a
 }
 
