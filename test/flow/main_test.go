@@ -59,6 +59,11 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
+	if kubectlBin, err = buildKubectl(work); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	kubectlHome = work
 	if cri, err = framework.DialCRI(); err != nil {
 		fmt.Println(err)
 		return 1
