@@ -23,10 +23,11 @@ var agentLogPath = filepath.Join(os.TempDir(), "nodeagent-bench-agent.log")
 
 type agentResult struct {
 	series
-	rssAtStart int64 // KiB
-	idle, busy usage // with 0 pods after the run, with all batch pods running
-	peakRSS    int64 // KiB, VmHWM at the end
-	log        string
+	rssAtStart  int64 // KiB
+	anonAtStart int64 // KiB
+	idle, busy  usage // with 0 pods after the run, with all batch pods running
+	peakRSS     int64 // KiB, VmHWM at the end
+	log         string
 }
 
 // agentRunner drives one agent through manifests and reads the results
@@ -56,6 +57,7 @@ func measureAgent(ctx context.Context, cl *cleanups, cri *nart.Client, watch *ru
 	}
 	if u, err := readUsage(pid); err == nil {
 		res.rssAtStart = u.rssKiB
+		res.anonAtStart = u.anonKiB
 	}
 
 	fmt.Printf("agent: 1 pod x %d (+1 warm-up) ...\n", o.reps)

@@ -17,9 +17,10 @@ const userHZ = 100
 
 // usage is a process's resident memory and CPU time.
 type usage struct {
-	rssKiB int64         // VmRSS
-	hwmKiB int64         // VmHWM: peak RSS
-	cpu    time.Duration // utime+stime, cumulative (or a delta, see measureUsage)
+	rssKiB  int64         // VmRSS
+	anonKiB int64         // RssAnon: the private part of VmRSS (the rest maps the binary)
+	hwmKiB  int64         // VmHWM: peak RSS
+	cpu     time.Duration // utime+stime, cumulative (or a delta, see measureUsage)
 }
 
 // measureUsage returns the RSS at the end of window and the CPU time spent
@@ -51,6 +52,8 @@ func readUsage(pid int) (usage, error) {
 		switch k {
 		case "VmRSS":
 			u.rssKiB = kib(v)
+		case "RssAnon":
+			u.anonKiB = kib(v)
 		case "VmHWM":
 			u.hwmKiB = kib(v)
 		}

@@ -127,19 +127,20 @@ func printTimeline(raw series, ag agentResult) {
 }
 
 func printResources(ag agentResult, o options) {
-	fmt.Printf("%-30s %9s %14s   target: RSS under %d MiB\n", "agent resources", "VmRSS MiB",
+	fmt.Printf("%-30s %9s %11s %14s   target: RSS under %d MiB\n", "agent resources", "VmRSS MiB", "RssAnon MiB",
 		fmt.Sprintf("CPU ms/%s", o.window), targetRSSMiB)
 	res := func(label string, u usage) {
 		verdict := "met"
 		if mib(u.rssKiB) >= targetRSSMiB {
 			verdict = "NOT met"
 		}
-		fmt.Printf("%-30s %9.1f %14.0f   %s\n", label, mib(u.rssKiB), ms(u.cpu), verdict)
+		fmt.Printf("%-30s %9.1f %11.1f %14.0f   %s\n", label, mib(u.rssKiB), mib(u.anonKiB), ms(u.cpu), verdict)
 	}
-	fmt.Printf("%-30s %9.1f\n", "just started", mib(ag.rssAtStart))
+	fmt.Printf("%-30s %9.1f %11.1f\n", "just started", mib(ag.rssAtStart), mib(ag.anonAtStart))
 	res(fmt.Sprintf("%d pods running", len(ag.batch)), ag.busy)
 	res("0 pods (after the run)", ag.idle)
 	fmt.Printf("%-30s %9.1f\n", "peak over the run (VmHWM)", mib(ag.peakRSS))
+	fmt.Println("(VmRSS = RssAnon, the agent's own memory, + RssFile, pages of the shared nodeagent binary, which links the control plane too)")
 }
 
 // --- statistics ---------------------------------------------------------
