@@ -88,6 +88,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if api != nil {
 		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
+		wcfg.SourcesReady = api.SourcesReady
 	}
 	mgr, err := podworker.New(wcfg)
 	if err != nil {

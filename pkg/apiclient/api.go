@@ -65,6 +65,7 @@ type API struct {
 	Source   *APISource
 	Status   *StatusManager
 	Mirrors  *MirrorManager
+	merger   *Merger
 	recorder record.EventRecorder
 	stopRec  func()
 	log      *slog.Logger
@@ -99,12 +100,17 @@ func New(cfg Config) (*API, error) {
 	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	a.merger = &Merger{OnStatic: a.Mirrors.Update}
 	a.recorder, a.stopRec = NewEventRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
 	return a, nil
 }
 
 // Events is the recorder for podworker.Config.Events.
 func (a *API) Events() record.EventRecorder { return a.recorder }
+
+// SourcesReady is podworker.Config.SourcesReady: true once the API's pods
+// are known.
+func (a *API) SourcesReady() bool { return a.merger.AllReady() }
 
 // OnStatus is podworker.Config.OnStatus.
 func (a *API) OnStatus(pod *v1.Pod, status v1.PodStatus) { a.Status.OnStatus(pod, status) }
@@ -120,12 +126,11 @@ func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.P
 	defer a.stopRec()
 	g, ctx := errgroup.WithContext(ctx)
 	apiPods := make(chan APIPods)
-	merger := &Merger{OnStatic: a.Mirrors.Update}
 	g.Go(func() error { return a.Node.Run(ctx) })
 	g.Go(func() error { return a.Lease.Run(ctx) })
 	g.Go(func() error { return a.Status.Run(ctx) })
 	g.Go(func() error { return a.Mirrors.Run(ctx) })
-	g.Go(func() error { return merger.Run(ctx, file, apiPods, out) })
+	g.Go(func() error { return a.merger.Run(ctx, file, apiPods, out) })
 	g.Go(func() error {
 		select {
 		case <-a.Node.Registered():

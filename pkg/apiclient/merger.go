@@ -2,19 +2,28 @@ package apiclient
 
 import (
 	"context"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 )
 
 // Merger joins the pod sources into the full desired set the pod manager
-// takes: the latest set of each source. Nothing is sent before every
-// source has reported once, so that the manager never sees a partial set
-// (its first set decides which runtime pods are unknown and removed).
+// takes: the latest set of each source. Static pods go out as soon as the
+// file source reports, so they run while the API server is unreachable
+// (as the kubelet runs a control plane's own static pods); AllReady tells
+// the manager when every source has reported, before which it must not
+// remove runtime pods it does not know (they may be API pods).
 type Merger struct {
 	// OnStatic, when set, receives the static pods and the API's mirror
-	// pods after every change of either (the mirror pod manager).
+	// pods after every change of either, once the API has reported (the
+	// mirror pod manager).
 	OnStatic func(static, mirrors []*v1.Pod)
+
+	ready atomic.Bool
 }
+
+// AllReady reports whether every source has reported at least once.
+func (m *Merger) AllReady() bool { return m.ready.Load() }
 
 // Run merges until ctx ends. A nil file channel means no static pod
 // source. The latest merged set is sent on out; while out is full, newer
@@ -40,11 +49,14 @@ func (m *Merger) Run(ctx context.Context, file <-chan []*v1.Pod, api <-chan APIP
 			sendc, pending = nil, nil
 			continue
 		}
-		if !haveFile || !haveAPI {
+		if !haveFile {
 			continue
 		}
-		if m.OnStatic != nil {
-			m.OnStatic(static, fromAPI.Mirrors)
+		if haveAPI {
+			m.ready.Store(true)
+			if m.OnStatic != nil {
+				m.OnStatic(static, fromAPI.Mirrors)
+			}
 		}
 		pending = merge(static, fromAPI.Pods)
 		sendc = out

@@ -30,7 +30,7 @@ func recv(t *testing.T, c <-chan []*v1.Pod) []*v1.Pod {
 	}
 }
 
-func TestMergerWaitsForEverySourceThenSendsLatest(t *testing.T) {
+func TestMergerSendsStaticPodsAtOnceThenTheLatestSets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	file, api := make(chan []*v1.Pod), make(chan APIPods)
@@ -42,11 +42,16 @@ func TestMergerWaitsForEverySourceThenSendsLatest(t *testing.T) {
 	go func() { done <- m.Run(ctx, file, api, out) }()
 
 	file <- []*v1.Pod{staticPod("etcd", "c1")}
+	// Static pods go out without the API: they must run during an outage.
+	if got := names(recv(t, out)); len(got) != 1 || got[0] != "etcd-node-a" {
+		t.Fatalf("first set %v, want the static pod alone", got)
+	}
+	if m.AllReady() {
+		t.Error("AllReady before the API source reported")
+	}
 	select {
-	case s := <-out:
-		t.Fatalf("sent %v before the API source reported", names(s))
 	case <-calls:
-		t.Fatal("OnStatic called before every source reported")
+		t.Fatal("OnStatic called before the API source reported")
 	default:
 	}
 	web := fromAPI(apiPod("web", "u1", v1.PodPending))
@@ -54,6 +59,9 @@ func TestMergerWaitsForEverySourceThenSendsLatest(t *testing.T) {
 	api <- APIPods{Pods: []*v1.Pod{web}, Mirrors: []*v1.Pod{mirror}}
 	if c := <-calls; len(c.static) != 1 || len(c.mirrors) != 1 {
 		t.Errorf("OnStatic(%v, %v)", c.static, c.mirrors)
+	}
+	if !m.AllReady() {
+		t.Error("not AllReady after both sources reported")
 	}
 	// While the manager does not read, newer sets replace the pending one.
 	api <- APIPods{Pods: []*v1.Pod{web, fromAPI(apiPod("db", "u2", v1.PodPending))}}

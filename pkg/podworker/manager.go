@@ -46,6 +46,10 @@ type Config struct {
 	// are looked for and removed.
 	HousekeepingPeriod time.Duration
 
+	// SourcesReady, when set, reports whether every pod source has been
+	// heard from; until then runtime pods the agent does not know are left
+	// alone (they may belong to a source not heard from yet).
+	SourcesReady func() bool
 	// OnStatus, when set, receives each pod's status whenever it changes
 	// (the status manager sends it to the API server).
 	OnStatus func(pod *v1.Pod, status v1.PodStatus)
@@ -263,7 +267,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.seeded {
+	if !m.seeded || (m.cfg.SourcesReady != nil && !m.cfg.SourcesReady()) {
 		return
 	}
 	for uid, ref := range refs {
