@@ -456,3 +456,46 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 		t.Errorf("taken cluster IP: %v", err)
 	}
 }
+
+func TestDeletePropagationBecomesAFinalizer(t *testing.T) {
+	ns := testNamespace(t)
+	cms := client.CoreV1().ConfigMaps(ns)
+	for _, tc := range []struct {
+		policy metav1.DeletionPropagation
+		want   string
+	}{
+		{metav1.DeletePropagationForeground, metav1.FinalizerDeleteDependents},
+		{metav1.DeletePropagationOrphan, metav1.FinalizerOrphanDependents},
+	} {
+		name := strings.ToLower(string(tc.policy))
+		if _, err := cms.Create(ctxT(t), &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		policy := tc.policy
+		if err := cms.Delete(ctxT(t), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cms.Get(ctxT(t), name, metav1.GetOptions{})
+		if err != nil || got.DeletionTimestamp == nil || len(got.Finalizers) != 1 || got.Finalizers[0] != tc.want {
+			t.Fatalf("%s: %v %v, want marked with %s", tc.policy, got, err, tc.want)
+		}
+		// Removing the finalizer (the garbage collector's job) completes the deletion.
+		got.Finalizers = nil
+		if _, err := cms.Update(ctxT(t), got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Get(ctxT(t), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: still there after the finalizer went: %v", tc.policy, err)
+		}
+	}
+	background := metav1.DeletePropagationBackground
+	if _, err := cms.Create(ctxT(t), &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bg"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctxT(t), "bg", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctxT(t), "bg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("background deletion left the object: %v", err)
+	}
+}

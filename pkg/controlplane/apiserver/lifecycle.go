@@ -141,8 +141,13 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, ns, name 
 	}
 	grace := gracePeriod(existing, opts)
 	m, _ := meta.Accessor(existing)
-	if grace > 0 || len(m.GetFinalizers()) > 0 || h.res.Plural == "namespaces" {
+	propagation := propagationFinalizer(opts)
+	if grace > 0 || len(m.GetFinalizers()) > 0 || propagation != "" || h.res.Plural == "namespaces" {
 		marked, err := st.Update(ctx, ns, name, func(cur runtime.Object) (runtime.Object, error) {
+			if propagation != "" {
+				cm, _ := meta.Accessor(cur)
+				cm.SetFinalizers(addFinalizer(cm.GetFinalizers(), propagation))
+			}
 			return markDeleted(cur, grace), nil
 		}, dry)
 		if err != nil {
@@ -229,4 +234,34 @@ func (s *Server) finishDeletion(ctx context.Context, h *resourceHandler, obj run
 		return obj, nil
 	}
 	return deleted, err
+}
+
+// propagationFinalizer turns a deletion's propagationPolicy into the
+// finalizer the garbage collector acts on, as upstream's API server does:
+// Foreground deletes dependents first, Orphan leaves them ownerless.
+// Background (the default) needs none: the collector removes dependents
+// of owners that are gone.
+func propagationFinalizer(opts *metav1.DeleteOptions) string {
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationForeground:
+			return metav1.FinalizerDeleteDependents
+		case metav1.DeletePropagationOrphan:
+			return metav1.FinalizerOrphanDependents
+		}
+		return ""
+	}
+	if opts.OrphanDependents != nil && *opts.OrphanDependents {
+		return metav1.FinalizerOrphanDependents
+	}
+	return ""
+}
+
+func addFinalizer(list []string, f string) []string {
+	for _, x := range list {
+		if x == f {
+			return list
+		}
+	}
+	return append(list, f)
 }
