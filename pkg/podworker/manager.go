@@ -29,7 +29,11 @@ type Config struct {
 	CgroupRoot     string // "" to let the runtime pick cgroups
 	DNS            DNSSettings
 	Allocatable    v1.ResourceList
-	Events         EventRecorder
+	// NodeLabels are matched by pods' nodeSelector and required node
+	// affinity at admission; kubernetes.io/hostname, kubernetes.io/os and
+	// kubernetes.io/arch are added when missing.
+	NodeLabels map[string]string
+	Events     EventRecorder
 	// ParallelImagePulls lets pulls run at once (serializeImagePulls=false).
 	ParallelImagePulls bool
 	// RegistryPullQPS limits pulls per second (0: no limit), with a burst
@@ -81,6 +85,9 @@ type Manager struct {
 	// finished holds deleted pods already stopped and cleaned up, so that
 	// they are not stopped again while the API still lists them.
 	finished map[types.UID]bool
+	// rejected holds the status of pods that failed admission while they
+	// stay in the desired set: they get no worker.
+	rejected map[types.UID]*v1.PodStatus
 	seeded   bool
 	ready    chan struct{}
 	wg       sync.WaitGroup
@@ -97,6 +104,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Events == nil {
 		cfg.Events = LogEvents{Log: cfg.Logger}
 	}
+	cfg.NodeLabels = defaultNodeLabels(cfg.NodeName, cfg.NodeLabels)
 	if cfg.ResyncPeriod == 0 {
 		cfg.ResyncPeriod = time.Minute
 	}
@@ -119,6 +127,7 @@ func New(cfg Config) (*Manager, error) {
 		desired:  map[types.UID]*v1.Pod{},
 		workers:  map[types.UID]*worker{},
 		finished: map[types.UID]bool{},
+		rejected: map[types.UID]*v1.PodStatus{},
 		ready:    make(chan struct{}),
 	}
 	m.puller = &puller{
@@ -166,6 +175,13 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 // changed pods are updated, missing pods terminate. It reports whether
 // this was the first set.
 func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
+	// Callbacks for rejected pods run once the lock is released.
+	var notify []func()
+	defer func() {
+		for _, f := range notify {
+			f()
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	desired := make(map[types.UID]*v1.Pod, len(pods))
@@ -183,7 +199,13 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			delete(m.finished, uid)
 		}
 	}
+	for uid := range m.rejected {
+		if _, ok := desired[uid]; !ok {
+			delete(m.rejected, uid)
+		}
+	}
 	var started []*worker
+	var fresh []*v1.Pod
 	for uid, p := range desired {
 		w, ok := m.workers[uid]
 		switch {
@@ -191,12 +213,32 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			w.update(p)
 		case m.finished[uid]:
 			continue
+		case m.rejected[uid] != nil:
+			if p.DeletionTimestamp != nil && m.cfg.OnTerminated != nil {
+				m.finished[uid] = true // nothing to stop: confirm the deletion
+				notify = append(notify, func() { m.cfg.OnTerminated(p) })
+			}
+			continue
 		default:
-			w = m.startWorkerLocked(ctx, p, false)
-			started = append(started, w)
+			fresh = append(fresh, p)
+			continue
 		}
 		if p.DeletionTimestamp != nil {
 			w.terminate() // deleted through the API: stop within its grace period
+		}
+	}
+	sortByCreation(fresh)
+	for _, p := range fresh {
+		if p.DeletionTimestamp == nil { // pods being deleted skip admission, as upstream
+			if r := AdmitPod(p, m.admittedPodsLocked(), m.nodeInfo()); !r.Admit {
+				m.rejectLocked(p, r, &notify)
+				continue
+			}
+		}
+		w := m.startWorkerLocked(ctx, p, false)
+		started = append(started, w)
+		if p.DeletionTimestamp != nil {
+			w.terminate()
 		}
 	}
 	if m.seeded {
@@ -289,7 +331,9 @@ func (m *Manager) Pods() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(m.desired))
 	for uid, p := range m.desired {
 		cp := p.DeepCopy()
-		if w := m.workers[uid]; w != nil {
+		if st := m.rejected[uid]; st != nil {
+			cp.Status = *st.DeepCopy()
+		} else if w := m.workers[uid]; w != nil {
 			if st := w.Status(); st != nil {
 				cp.Status = *st.DeepCopy()
 			}

@@ -1,0 +1,288 @@
+package podworker
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// Node-level admission, as the kubelet's predicate admit handler
+// (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod: resources,
+// node name, node selector/affinity and host ports are checked against the
+// pods already admitted. Taints (TaintToleration for NoExecute) are not
+// checked yet.
+
+// Upstream predicate names and descriptions.
+const (
+	predicateNodeAffinity = "NodeAffinity"
+	predicateNodeName     = "NodeName"
+	predicateNodePorts    = "NodePorts"
+
+	errReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
+	errReasonNodeName     = "node(s) didn't match the requested node name"
+	errReasonNodePorts    = "node(s) didn't have free ports for the requested pod ports"
+
+	annotationConfigSource = "kubernetes.io/config.source"
+	sourceFile             = "file"
+)
+
+// AdmitResult is the outcome of admitting one pod; Reason and Message are
+// empty when it is admitted. Message lacks the "Pod was rejected: " prefix
+// (the event carries it without, the status with).
+type AdmitResult struct {
+	Admit   bool
+	Reason  string
+	Message string
+}
+
+// NodeInfo is what admission knows of the node.
+type NodeInfo struct {
+	Name        string
+	Labels      map[string]string
+	Allocatable v1.ResourceList
+}
+
+// podRequests are a pod's effective requests as the scheduler counts them.
+type podRequests struct {
+	MilliCPU int64
+	Memory   int64
+}
+
+// computePodRequests applies upstream's rule (resourcehelper.PodRequests):
+// app containers add up; an init container needs its own requests plus the
+// restartable (sidecar) init containers started before it; the pod needs
+// the larger of the two, plus its overhead.
+func computePodRequests(pod *v1.Pod) podRequests {
+	get := func(l v1.ResourceList) podRequests {
+		return podRequests{MilliCPU: l.Cpu().MilliValue(), Memory: l.Memory().Value()}
+	}
+	var reqs, initMax, sidecars podRequests
+	for _, c := range pod.Spec.Containers {
+		r := get(c.Resources.Requests)
+		reqs.MilliCPU += r.MilliCPU
+		reqs.Memory += r.Memory
+	}
+	for _, c := range pod.Spec.InitContainers {
+		r := get(c.Resources.Requests)
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			reqs.MilliCPU += r.MilliCPU
+			reqs.Memory += r.Memory
+			sidecars.MilliCPU += r.MilliCPU
+			sidecars.Memory += r.Memory
+			r = sidecars
+		} else {
+			r.MilliCPU += sidecars.MilliCPU
+			r.Memory += sidecars.Memory
+		}
+		initMax.MilliCPU = max(initMax.MilliCPU, r.MilliCPU)
+		initMax.Memory = max(initMax.Memory, r.Memory)
+	}
+	reqs.MilliCPU = max(reqs.MilliCPU, initMax.MilliCPU)
+	reqs.Memory = max(reqs.Memory, initMax.Memory)
+	if pod.Spec.Overhead != nil {
+		o := get(pod.Spec.Overhead)
+		reqs.MilliCPU += o.MilliCPU
+		reqs.Memory += o.Memory
+	}
+	return reqs
+}
+
+// insufficientResource is the kubelet's InsufficientResourceError message.
+func insufficientResource(name v1.ResourceName, requested, used, capacity int64) AdmitResult {
+	return AdmitResult{
+		Reason: fmt.Sprintf("OutOf%s", name),
+		Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+			name, requested, used, capacity),
+	}
+}
+
+func predicateFailure(name, desc string) AdmitResult {
+	return AdmitResult{Reason: name, Message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
+}
+
+// checkResources is noderesources.Fits for pods, cpu and memory. A resource
+// missing from allocatable is not checked (the agent may not know it).
+func checkResources(pod *v1.Pod, admitted []*v1.Pod, alloc v1.ResourceList) []AdmitResult {
+	var out []AdmitResult
+	if q, ok := alloc[v1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
+		out = append(out, insufficientResource(v1.ResourcePods, 1, int64(len(admitted)), q.Value()))
+	}
+	req := computePodRequests(pod)
+	if req.MilliCPU == 0 && req.Memory == 0 {
+		return out
+	}
+	var used podRequests
+	for _, p := range admitted {
+		r := computePodRequests(p)
+		used.MilliCPU += r.MilliCPU
+		used.Memory += r.Memory
+	}
+	if q, ok := alloc[v1.ResourceCPU]; ok && req.MilliCPU > 0 && req.MilliCPU > q.MilliValue()-used.MilliCPU {
+		out = append(out, insufficientResource(v1.ResourceCPU, req.MilliCPU, used.MilliCPU, q.MilliValue()))
+	}
+	if q, ok := alloc[v1.ResourceMemory]; ok && req.Memory > 0 && req.Memory > q.Value()-used.Memory {
+		out = append(out, insufficientResource(v1.ResourceMemory, req.Memory, used.Memory, q.Value()))
+	}
+	return out
+}
+
+// matchesNodeAffinity is PodMatchesNodeSelectorAndAffinityTerms.
+func matchesNodeAffinity(pod *v1.Pod, node NodeInfo) bool {
+	n := &v1.Node{}
+	n.Name, n.Labels = node.Name, node.Labels
+	ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n)
+	return ok
+}
+
+type hostPort struct {
+	ip       string
+	protocol v1.Protocol
+	port     int32
+}
+
+func hostPorts(pod *v1.Pod) []hostPort {
+	var out []hostPort
+	add := func(cs []v1.Container, sidecarsOnly bool) {
+		for _, c := range cs {
+			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
+				continue
+			}
+			for _, p := range c.Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
+				if hp.ip == "" {
+					hp.ip = "0.0.0.0"
+				}
+				if hp.protocol == "" {
+					hp.protocol = v1.ProtocolTCP
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	add(pod.Spec.InitContainers, true)
+	add(pod.Spec.Containers, false)
+	return out
+}
+
+// portsFit is nodeports.Fits: a wanted host port conflicts with a used one
+// of the same protocol and port when either binds all addresses or both
+// bind the same one.
+func portsFit(pod *v1.Pod, admitted []*v1.Pod) bool {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return true
+	}
+	for _, p := range admitted {
+		for _, u := range hostPorts(p) {
+			for _, w := range want {
+				if u.port == w.port && u.protocol == w.protocol &&
+					(u.ip == w.ip || u.ip == "0.0.0.0" || w.ip == "0.0.0.0") {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// AdmitPod runs the kubelet's general filter on a new pod against the
+// admitted, non-terminal pods and returns the first failure, as upstream
+// does. File-source (static) pods are always admitted.
+func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
+	if pod.Annotations[annotationConfigSource] == sourceFile {
+		return AdmitResult{Admit: true}
+	}
+	reasons := checkResources(pod, admitted, node.Allocatable)
+	if !matchesNodeAffinity(pod, node) {
+		reasons = append(reasons, predicateFailure(predicateNodeAffinity, errReasonNodeAffinity))
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
+		reasons = append(reasons, predicateFailure(predicateNodeName, errReasonNodeName))
+	}
+	if !portsFit(pod, admitted) {
+		reasons = append(reasons, predicateFailure(predicateNodePorts, errReasonNodePorts))
+	}
+	if len(reasons) == 0 {
+		return AdmitResult{Admit: true}
+	}
+	return reasons[0]
+}
+
+// rejectedStatus is upstream's rejectPod status.
+func rejectedStatus(pod *v1.Pod, r AdmitResult) v1.PodStatus {
+	return v1.PodStatus{
+		QOSClass: qosClass(pod),
+		Phase:    v1.PodFailed,
+		Reason:   r.Reason,
+		Message:  "Pod was rejected: " + r.Message,
+	}
+}
+
+// defaultNodeLabels adds the well-known labels the agent always sets.
+func defaultNodeLabels(nodeName string, labels map[string]string) map[string]string {
+	out := map[string]string{
+		v1.LabelHostname:   nodeName,
+		v1.LabelOSStable:   goruntime.GOOS,
+		v1.LabelArchStable: goruntime.GOARCH,
+	}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
+}
+
+// sortByCreation orders new pods as HandlePodAdditions does: oldest first.
+func sortByCreation(pods []*v1.Pod) {
+	sort.Slice(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+}
+
+// admittedPodsLocked lists the pods that hold node resources: those with a
+// worker that have not finished for good (terminating pods still count).
+func (m *Manager) admittedPodsLocked() []*v1.Pod {
+	var out []*v1.Pod
+	for _, w := range m.workers {
+		w.mu.Lock()
+		active := !w.orphan && w.state != Terminated && !(w.terminal && w.state == Syncing)
+		pod := w.pod
+		w.mu.Unlock()
+		if active {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func (m *Manager) nodeInfo() NodeInfo {
+	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Allocatable: m.cfg.Allocatable}
+}
+
+// rejectLocked records a pod that failed admission, as upstream's
+// rejectPod: a warning event and a Failed status, sent once the manager's
+// lock is released.
+func (m *Manager) rejectLocked(pod *v1.Pod, r AdmitResult, notify *[]func()) {
+	st := rejectedStatus(pod, r)
+	m.rejected[pod.UID] = &st
+	m.log.Info("pod rejected at admission", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
+		"reason", r.Reason, "message", r.Message)
+	*notify = append(*notify, func() {
+		m.events.Eventf(pod, v1.EventTypeWarning, r.Reason, "%s", r.Message)
+		if m.cfg.OnStatus != nil {
+			m.cfg.OnStatus(pod, *st.DeepCopy())
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package podworker
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+)
+
+func reqPod(name string, cpu, mem string) *v1.Pod {
+	p := &v1.Pod{}
+	p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
+	c := v1.Container{Name: "c", Image: "busybox:1"}
+	if cpu != "" || mem != "" {
+		c.Resources.Requests = v1.ResourceList{}
+	}
+	if cpu != "" {
+		c.Resources.Requests[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		c.Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	p.Spec.Containers = []v1.Container{c}
+	return p
+}
+
+func withPorts(p *v1.Pod, ports ...v1.ContainerPort) *v1.Pod {
+	p.Spec.Containers[0].Ports = ports
+	return p
+}
+
+func TestComputePodRequests(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	ctr := func(cpu, mem string) v1.Container {
+		return v1.Container{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}}}
+	}
+	sidecar := func(cpu, mem string) v1.Container {
+		c := ctr(cpu, mem)
+		c.RestartPolicy = &always
+		return c
+	}
+	tests := []struct {
+		name      string
+		init, app []v1.Container
+		overhead  v1.ResourceList
+		want      podRequests
+	}{
+		{name: "none", want: podRequests{}},
+		{name: "apps add up", app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
+			want: podRequests{300, 30 << 20}},
+		{name: "init max wins", init: []v1.Container{ctr("1", "5Mi"), ctr("500m", "50Mi")}, app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
+			want: podRequests{1000, 50 << 20}},
+		{name: "app sum wins", init: []v1.Container{ctr("100m", "1Mi")}, app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
+			want: podRequests{300, 30 << 20}},
+		{name: "sidecar adds to apps and later inits", init: []v1.Container{sidecar("100m", "10Mi"), ctr("1", "1Mi")}, app: []v1.Container{ctr("200m", "20Mi")},
+			want: podRequests{1100, 30 << 20}},
+		{name: "overhead", app: []v1.Container{ctr("100m", "10Mi")}, overhead: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")},
+			want: podRequests{150, 10 << 20}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{Spec: v1.PodSpec{InitContainers: tc.init, Containers: tc.app, Overhead: tc.overhead}}
+			if got := computePodRequests(p); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdmitPod(t *testing.T) {
+	node := NodeInfo{
+		Name:   "node1",
+		Labels: defaultNodeLabels("node1", map[string]string{"disk": "ssd"}),
+		Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("3"),
+		},
+	}
+	affinity := func(op v1.NodeSelectorOperator, key string, values ...string) *v1.Affinity {
+		return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}}}}}}
+	}
+	fieldAffinity := func(name string) *v1.Affinity {
+		return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{name}}}}}}}}
+	}
+	mod := func(p *v1.Pod, f func(*v1.Pod)) *v1.Pod { f(p); return p }
+	port := func(hp int32, ip string, proto v1.Protocol) v1.ContainerPort {
+		return v1.ContainerPort{ContainerPort: 80, HostPort: hp, HostIP: ip, Protocol: proto}
+	}
+	const affinityMsg = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+	tests := []struct {
+		name        string
+		pod         *v1.Pod
+		admitted    []*v1.Pod
+		reason, msg string
+	}{
+		{name: "fits", pod: reqPod("a", "1", "512Mi"), admitted: []*v1.Pod{reqPod("b", "1", "512Mi")}},
+		{name: "best effort fits a full node", pod: reqPod("a", "", ""), admitted: []*v1.Pod{reqPod("b", "2", "1Gi")}},
+		{name: "out of cpu", pod: reqPod("a", "1000", ""), reason: "OutOfcpu",
+			msg: "Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: 2000"},
+		{name: "out of cpu with used", pod: reqPod("a", "1500m", ""), admitted: []*v1.Pod{reqPod("b", "600m", "")}, reason: "OutOfcpu",
+			msg: "Node didn't have enough resource: cpu, requested: 1500, used: 600, capacity: 2000"},
+		{name: "out of memory", pod: reqPod("a", "", "1Gi"), admitted: []*v1.Pod{reqPod("b", "", "1")}, reason: "OutOfmemory",
+			msg: "Node didn't have enough resource: memory, requested: 1073741824, used: 1, capacity: 1073741824"},
+		{name: "out of pods first", pod: reqPod("a", "1000", ""), admitted: []*v1.Pod{reqPod("b", "", ""), reqPod("c", "", ""), reqPod("d", "", "")},
+			reason: "OutOfpods", msg: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
+		{name: "node selector matches", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd", v1.LabelHostname: "node1"} })},
+		{name: "node selector mismatch", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }),
+			reason: "NodeAffinity", msg: affinityMsg},
+		{name: "affinity matches", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.Affinity = affinity(v1.NodeSelectorOpIn, "disk", "nvme", "ssd") })},
+		{name: "affinity mismatch", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.Affinity = affinity(v1.NodeSelectorOpDoesNotExist, "disk") }),
+			reason: "NodeAffinity", msg: affinityMsg},
+		{name: "affinity on node name field", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.Affinity = fieldAffinity("node1") })},
+		{name: "affinity on other node name", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.Affinity = fieldAffinity("node2") }),
+			reason: "NodeAffinity", msg: affinityMsg},
+		{name: "bound to another node", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) { p.Spec.NodeName = "node2" }),
+			reason: "NodeName", msg: "Predicate NodeName failed: node(s) didn't match the requested node name"},
+		{name: "host port conflict", pod: withPorts(reqPod("a", "", ""), port(8080, "", "")),
+			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(8080, "", v1.ProtocolTCP))},
+			reason:   "NodePorts", msg: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+		{name: "host port wildcard conflicts with specific ip", pod: withPorts(reqPod("a", "", ""), port(8080, "10.0.0.1", "")),
+			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(8080, "", ""))}, reason: "NodePorts",
+			msg: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+		{name: "host port other protocol", pod: withPorts(reqPod("a", "", ""), port(8080, "", v1.ProtocolUDP)),
+			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(8080, "", ""))}},
+		{name: "host port other ip", pod: withPorts(reqPod("a", "", ""), port(8080, "10.0.0.1", "")),
+			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(8080, "10.0.0.2", ""))}},
+		{name: "container port without host port", pod: withPorts(reqPod("a", "", ""), port(0, "", "")),
+			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(0, "", ""))}},
+		{name: "resources reported before affinity", pod: mod(reqPod("a", "3", ""), func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }),
+			reason: "OutOfcpu", msg: "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"},
+		{name: "static pod always admitted", pod: mod(reqPod("a", "1000", ""), func(p *v1.Pod) {
+			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+			p.Spec.NodeSelector = map[string]string{"disk": "hdd"}
+		})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := AdmitPod(tc.pod, tc.admitted, node)
+			if r.Admit != (tc.reason == "") || r.Reason != tc.reason || r.Message != tc.msg {
+				t.Errorf("got %+v, want reason %q message %q", r, tc.reason, tc.msg)
+			}
+		})
+	}
+	// Without allocatable nothing is counted.
+	if r := AdmitPod(reqPod("a", "1000", "1Ti"), nil, NodeInfo{Name: "node1"}); !r.Admit {
+		t.Errorf("no allocatable: %+v", r)
+	}
+}
+
+// A pod that fits runs; one asking for more cpu than the node has is
+// rejected without touching the runtime, and stays rejected.
+func TestManagerRejectsPodOutOfCPU(t *testing.T) {
+	var mu sync.Mutex
+	var got []v1.PodStatus
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.cfg.Allocatable = v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}
+	h.m.cfg.OnStatus = func(p *v1.Pod, s v1.PodStatus) {
+		if p.Name == "big" {
+			mu.Lock()
+			got = append(got, s)
+			mu.Unlock()
+		}
+	}
+	h.start(t)
+
+	fits := scenarioPod("fits", "busybox:1")
+	fits.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}
+	h.pods <- []*v1.Pod{fits}
+	eventually(t, "pod running", func() (bool, string) { return allRunning(h.pod(fits.UID)) })
+
+	big := scenarioPod("big", "busybox:1")
+	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
+	const wantMsg = "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 500, capacity: 2000"
+	check := func() {
+		t.Helper()
+		eventually(t, "big rejected", func() (bool, string) {
+			p := h.pod(big.UID)
+			if p == nil {
+				return false, "not listed"
+			}
+			return p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfcpu" && p.Status.Message == wantMsg,
+				fmt.Sprintf("%+v", p.Status)
+		})
+	}
+	h.pods <- []*v1.Pod{fits, big}
+	check()
+	h.pods <- []*v1.Pod{fits, big} // stays rejected, no second report
+	h.pods <- []*v1.Pod{fits, big} // received only once the previous set was handled
+	check()
+	if ok, detail := allRunning(h.pod(fits.UID)); !ok {
+		t.Errorf("fits: %s", detail)
+	}
+
+	calls := h.rt.GetCalls()
+	if n := count(calls, "RunPodSandbox"); n != 1 {
+		t.Errorf("RunPodSandbox calls = %d, want 1 (only for fits): %v", n, calls)
+	}
+	h.rt.Lock()
+	for _, sb := range h.rt.Sandboxes {
+		if sb.Metadata.Uid == string(big.UID) {
+			t.Errorf("sandbox created for the rejected pod: %s", sb.Id)
+		}
+	}
+	for _, c := range h.rt.Containers {
+		if c.SandboxID != "" && c.Labels["io.kubernetes.pod.uid"] == string(big.UID) {
+			t.Errorf("container created for the rejected pod: %s", c.Id)
+		}
+	}
+	h.rt.Unlock()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].Phase != v1.PodFailed || got[0].Reason != "OutOfcpu" || got[0].Message != wantMsg {
+		t.Errorf("OnStatus for big = %+v, want one Failed/OutOfcpu", got)
+	}
+}
