@@ -6,7 +6,10 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
@@ -51,43 +54,13 @@ type podRequests struct {
 	Memory   int64
 }
 
-// computePodRequests applies upstream's rule (resourcehelper.PodRequests):
-// app containers add up; an init container needs its own requests plus the
-// restartable (sidecar) init containers started before it; the pod needs
-// the larger of the two, plus its overhead.
+// computePodRequests is upstream's rule (resourcehelper.PodRequests, as
+// the scheduler counts): app containers add up, an init container needs
+// its own requests plus the sidecars started before it, the pod the larger
+// of the two, plus its overhead.
 func computePodRequests(pod *v1.Pod) podRequests {
-	get := func(l v1.ResourceList) podRequests {
-		return podRequests{MilliCPU: l.Cpu().MilliValue(), Memory: l.Memory().Value()}
-	}
-	var reqs, initMax, sidecars podRequests
-	for _, c := range pod.Spec.Containers {
-		r := get(c.Resources.Requests)
-		reqs.MilliCPU += r.MilliCPU
-		reqs.Memory += r.Memory
-	}
-	for _, c := range pod.Spec.InitContainers {
-		r := get(c.Resources.Requests)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			reqs.MilliCPU += r.MilliCPU
-			reqs.Memory += r.Memory
-			sidecars.MilliCPU += r.MilliCPU
-			sidecars.Memory += r.Memory
-			r = sidecars
-		} else {
-			r.MilliCPU += sidecars.MilliCPU
-			r.Memory += sidecars.Memory
-		}
-		initMax.MilliCPU = max(initMax.MilliCPU, r.MilliCPU)
-		initMax.Memory = max(initMax.Memory, r.Memory)
-	}
-	reqs.MilliCPU = max(reqs.MilliCPU, initMax.MilliCPU)
-	reqs.Memory = max(reqs.Memory, initMax.Memory)
-	if pod.Spec.Overhead != nil {
-		o := get(pod.Spec.Overhead)
-		reqs.MilliCPU += o.MilliCPU
-		reqs.Memory += o.Memory
-	}
-	return reqs
+	r := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return podRequests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
 }
 
 // insufficientResource is the kubelet's InsufficientResourceError message.
@@ -137,52 +110,18 @@ func matchesNodeAffinity(pod *v1.Pod, node NodeInfo) bool {
 	return ok
 }
 
-type hostPort struct {
-	ip       string
-	protocol v1.Protocol
-	port     int32
-}
-
-func hostPorts(pod *v1.Pod) []hostPort {
-	var out []hostPort
-	add := func(cs []v1.Container, sidecarsOnly bool) {
-		for _, c := range cs {
-			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
-				continue
-			}
-			for _, p := range c.Ports {
-				if p.HostPort <= 0 {
-					continue
-				}
-				hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
-				if hp.ip == "" {
-					hp.ip = "0.0.0.0"
-				}
-				if hp.protocol == "" {
-					hp.protocol = v1.ProtocolTCP
-				}
-				out = append(out, hp)
-			}
-		}
-	}
-	add(pod.Spec.InitContainers, true)
-	add(pod.Spec.Containers, false)
-	return out
-}
-
 // portsFit is nodeports.Fits: a wanted host port conflicts with a used one
 // of the same protocol and port when either binds all addresses or both
 // bind the same one.
 func portsFit(pod *v1.Pod, admitted []*v1.Pod) bool {
-	want := hostPorts(pod)
+	want := podspec.HostPorts(pod)
 	if len(want) == 0 {
 		return true
 	}
 	for _, p := range admitted {
-		for _, u := range hostPorts(p) {
+		for _, u := range podspec.HostPorts(p) {
 			for _, w := range want {
-				if u.port == w.port && u.protocol == w.protocol &&
-					(u.ip == w.ip || u.ip == "0.0.0.0" || w.ip == "0.0.0.0") {
+				if u.Conflicts(w) {
 					return false
 				}
 			}

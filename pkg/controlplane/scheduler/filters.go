@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // Upstream's reason strings (pkg/scheduler/framework/plugins/...), which
@@ -132,9 +134,9 @@ func nodeAffinity(pod *v1.Pod, ni *nodeInfo, _ []*nodeInfo) []string {
 
 // nodePorts: host ports must be free (0.0.0.0 overlaps every address).
 func nodePorts(pod *v1.Pod, ni *nodeInfo, _ []*nodeInfo) []string {
-	for _, want := range hostPortsOf(pod) {
+	for _, want := range podspec.HostPorts(pod) {
 		for _, used := range ni.UsedPorts {
-			if want.conflicts(used) {
+			if want.Conflicts(used) {
 				return []string{reasonNodePorts}
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // Requests assumed for containers that set none, when scoring only (as
@@ -86,48 +88,6 @@ func podRequests(pod *v1.Pod, nonZero bool) resources {
 	return resourcesOf(resourcehelper.PodRequests(pod, opts))
 }
 
-// hostPort is one port a pod takes on its node's addresses.
-type hostPort struct {
-	IP       string // "0.0.0.0" for all
-	Protocol v1.Protocol
-	Port     int32
-}
-
-func (p hostPort) conflicts(o hostPort) bool {
-	if p.Port != o.Port || p.Protocol != o.Protocol {
-		return false
-	}
-	return p.IP == o.IP || p.IP == "0.0.0.0" || o.IP == "0.0.0.0"
-}
-
-// hostPortsOf lists the host ports of a pod's containers and sidecars.
-func hostPortsOf(pod *v1.Pod) []hostPort {
-	var out []hostPort
-	add := func(cs []v1.Container, sidecarsOnly bool) {
-		for _, c := range cs {
-			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
-				continue
-			}
-			for _, p := range c.Ports {
-				if p.HostPort <= 0 {
-					continue
-				}
-				hp := hostPort{IP: p.HostIP, Protocol: p.Protocol, Port: p.HostPort}
-				if hp.IP == "" || hp.IP == "::" {
-					hp.IP = "0.0.0.0"
-				}
-				if hp.Protocol == "" {
-					hp.Protocol = v1.ProtocolTCP
-				}
-				out = append(out, hp)
-			}
-		}
-	}
-	add(pod.Spec.InitContainers, true)
-	add(pod.Spec.Containers, false)
-	return out
-}
-
 // nodeInfo is one node with the pods bound (or assumed bound) to it.
 type nodeInfo struct {
 	Node        *v1.Node
@@ -136,7 +96,7 @@ type nodeInfo struct {
 	AllowedPods int64
 	Requested   resources // sum of the pods' requests
 	NonZero     resources // the same with scoring defaults
-	UsedPorts   []hostPort
+	UsedPorts   []podspec.HostPort
 }
 
 func newNodeInfo(node *v1.Node, pods ...*v1.Pod) *nodeInfo {
@@ -154,7 +114,7 @@ func (ni *nodeInfo) addPod(p *v1.Pod) {
 	ni.Pods = append(ni.Pods, p)
 	ni.Requested.add(podRequests(p, false))
 	ni.NonZero.add(podRequests(p, true))
-	ni.UsedPorts = append(ni.UsedPorts, hostPortsOf(p)...)
+	ni.UsedPorts = append(ni.UsedPorts, podspec.HostPorts(p)...)
 }
 
 // buildSnapshot groups pods by node; pods on unknown nodes are dropped.
