@@ -199,32 +199,15 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 		return nil, err
 	}
 	rsc := c.client.AppsV1().ReplicaSets(d.Namespace)
-	m := &ctrlutil.Claimer[*appsv1.ReplicaSet]{
-		Owner:    d,
-		Selector: sel,
-		CanAdopt: func(ctx context.Context) error {
-			fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if fresh.UID != d.UID || fresh.DeletionTimestamp != nil {
-				return fmt.Errorf("deployment %s/%s is gone or being deleted: not adopting", d.Namespace, d.Name)
-			}
-			return nil
+	m := ctrlutil.NewClaimer(d, controllerKind, sel,
+		func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		},
-		Adopt: func(ctx context.Context, rs *appsv1.ReplicaSet) error {
-			r := rs.DeepCopy()
-			r.OwnerReferences = ctrlutil.SetControllerRef(r.OwnerReferences, ctrlutil.NewControllerRef(d, controllerKind))
-			_, err := rsc.Update(ctx, r, metav1.UpdateOptions{})
+		(*appsv1.ReplicaSet).DeepCopy,
+		func(ctx context.Context, rs *appsv1.ReplicaSet) error {
+			_, err := rsc.Update(ctx, rs, metav1.UpdateOptions{})
 			return err
-		},
-		Release: func(ctx context.Context, rs *appsv1.ReplicaSet) error {
-			r := rs.DeepCopy()
-			r.OwnerReferences = ctrlutil.RemoveOwnerRef(r.OwnerReferences, d.UID)
-			_, err := rsc.Update(ctx, r, metav1.UpdateOptions{})
-			return err
-		},
-	}
+		})
 	return m.Claim(ctx, all)
 }
 

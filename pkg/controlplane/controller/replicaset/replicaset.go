@@ -10,7 +10,6 @@ package replicaset
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"time"
@@ -224,32 +223,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector, pods []*v1.Pod) ([]*v1.Pod, error) {
 	pc := c.client.CoreV1().Pods(rs.Namespace)
-	m := &ctrlutil.Claimer[*v1.Pod]{
-		Owner:    rs,
-		Selector: sel,
-		CanAdopt: func(ctx context.Context) error {
-			fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
-				return fmt.Errorf("replicaset %s/%s is gone or being deleted: not adopting", rs.Namespace, rs.Name)
-			}
-			return nil
+	m := ctrlutil.NewClaimer(rs, controllerKind, sel,
+		func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		},
-		Adopt: func(ctx context.Context, pod *v1.Pod) error {
-			p := pod.DeepCopy()
-			p.OwnerReferences = ctrlutil.SetControllerRef(p.OwnerReferences, ctrlutil.NewControllerRef(rs, controllerKind))
-			_, err := pc.Update(ctx, p, metav1.UpdateOptions{})
+		(*v1.Pod).DeepCopy,
+		func(ctx context.Context, pod *v1.Pod) error {
+			_, err := pc.Update(ctx, pod, metav1.UpdateOptions{})
 			return err
-		},
-		Release: func(ctx context.Context, pod *v1.Pod) error {
-			p := pod.DeepCopy()
-			p.OwnerReferences = ctrlutil.RemoveOwnerRef(p.OwnerReferences, rs.UID)
-			_, err := pc.Update(ctx, p, metav1.UpdateOptions{})
-			return err
-		},
-	}
+		})
 	return m.Claim(ctx, pods)
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,3 +172,37 @@ func RemoveOwnerRef(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerR
 // Resync is how often informers replay their caches so that every object
 // is reconciled periodically, even without events.
 const Resync = 5 * time.Minute
+
+// NewClaimer builds the Claimer every controller needs: adoption is
+// allowed while the owner, re-read with getOwner, is the same object and
+// not being deleted; adopting and releasing write a copy of the object
+// (copyObj) with the controllerRef set or removed through update.
+func NewClaimer[T metav1.Object](owner metav1.Object, kind schema.GroupVersionKind, sel labels.Selector,
+	getOwner func(ctx context.Context) (metav1.Object, error),
+	copyObj func(T) T, update func(ctx context.Context, obj T) error) *Claimer[T] {
+	return &Claimer[T]{
+		Owner:    owner,
+		Selector: sel,
+		CanAdopt: func(ctx context.Context) error {
+			fresh, err := getOwner(ctx)
+			if err != nil {
+				return err
+			}
+			if fresh.GetUID() != owner.GetUID() || fresh.GetDeletionTimestamp() != nil {
+				return fmt.Errorf("%s %s/%s is gone or being deleted: not adopting",
+					strings.ToLower(kind.Kind), owner.GetNamespace(), owner.GetName())
+			}
+			return nil
+		},
+		Adopt: func(ctx context.Context, obj T) error {
+			c := copyObj(obj)
+			c.SetOwnerReferences(SetControllerRef(c.GetOwnerReferences(), NewControllerRef(owner, kind)))
+			return update(ctx, c)
+		},
+		Release: func(ctx context.Context, obj T) error {
+			c := copyObj(obj)
+			c.SetOwnerReferences(RemoveOwnerRef(c.GetOwnerReferences(), owner.GetUID()))
+			return update(ctx, c)
+		},
+	}
+}
