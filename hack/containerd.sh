@@ -12,8 +12,10 @@
 #         /var/lib/containerd, state /run/containerd, config /etc/nodeagent/containerd,
 #         CNI network "nodeagent" on bridge nodeagent0, 10.88.0.0/16;
 #   test  socket /run/nodeagent-test/containerd.sock, everything under /var/lib/nodeagent-test
-#         and /run/nodeagent-test, CNI network "nodeagent-test" on bridge natest0, 10.89.0.0/16.
-# The two are independent (own socket, ttrpc socket, root, state, runc root, CNI config and
+#         and /run/nodeagent-test, CNI network "nodeagent-test" on bridge natest0, 10.89.0.0/16;
+#   test2 the same as test with "test2" in the names, bridge natest1, 10.90.0.0/16: the
+#         second node of multi-node tests.
+# They are independent (own socket, ttrpc socket, root, state, runc root, CNI config and
 # IPAM store) and may run at the same time.
 #
 # Environment: IMAGES (default _output/images: pause.tar, busybox.tar, written by
@@ -28,7 +30,7 @@ PAUSE_IMAGE="localhost/nodeagent/pause:3.10"
 CNI_BIN_DIR=/usr/lib/cni
 
 usage() {
-	echo "usage: $0 {start|stop [--purge]|status} {main|test}" >&2
+	echo "usage: $0 {start|stop [--purge]|status} {main|test|test2}" >&2
 	exit 2
 }
 
@@ -63,20 +65,22 @@ main)
 	SUBNET=10.88.0.0/16
 	NETWORK=nodeagent
 	;;
-test)
-	SOCK=/run/nodeagent-test/containerd.sock
-	CD_ROOT=/var/lib/nodeagent-test/containerd
-	CD_STATE=/run/nodeagent-test/state
-	CONF_DIR=/run/nodeagent-test
+test | test2)
+	# test2 is a second node for multi-node tests: same layout, own names.
+	N=$([[ $INSTANCE == test ]] && echo 0 || echo 1)
+	SOCK=/run/nodeagent-$INSTANCE/containerd.sock
+	CD_ROOT=/var/lib/nodeagent-$INSTANCE/containerd
+	CD_STATE=/run/nodeagent-$INSTANCE/state
+	CONF_DIR=/run/nodeagent-$INSTANCE
 	CONFIG=$CONF_DIR/config.toml
-	CERTS_DIR=/var/lib/nodeagent-test/certs.d
-	CNI_CONF_DIR=/var/lib/nodeagent-test/cni/net.d
-	DATA_DIR=/var/lib/nodeagent-test
-	RUN_DIR=/run/nodeagent-test
+	CERTS_DIR=/var/lib/nodeagent-$INSTANCE/certs.d
+	CNI_CONF_DIR=/var/lib/nodeagent-$INSTANCE/cni/net.d
+	DATA_DIR=/var/lib/nodeagent-$INSTANCE
+	RUN_DIR=/run/nodeagent-$INSTANCE
 	PIDFILE=$RUN_DIR/containerd.pid
-	BRIDGE=natest0
-	SUBNET=10.89.0.0/16
-	NETWORK=nodeagent-test
+	BRIDGE=natest$N
+	SUBNET=10.$((89 + N)).0.0/16
+	NETWORK=nodeagent-$INSTANCE
 	;;
 *) usage ;;
 esac
@@ -354,7 +358,8 @@ unmount_ours() {
 # cleanup_network: once every pod of the instance is dead, drops the iptables rules
 # and chains the bridge (ipMasq) and portmap plugins made for this instance's network
 # (their rules carry the comment `name: "$NETWORK"`; a CNI DEL after the netns is gone
-# cannot remove them) and empties its host-local IPAM store.
+# cannot remove them), empties its host-local IPAM store and, for the test instances,
+# deletes the bridge.
 cleanup_network() {
 	command -v iptables >/dev/null || return 0
 	local table rule chain n=0
@@ -374,6 +379,10 @@ cleanup_network() {
 	done
 	((n == 0)) || log "removed $n iptables rule(s) of network $NETWORK"
 	rm -rf "${IPAM_DIR:?}/$NETWORK"
+	# The test instances' bridges are ours alone; main's may carry a user's setup.
+	if [[ $INSTANCE != main ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then
+		ip link delete "$BRIDGE" && log "deleted bridge $BRIDGE"
+	fi
 }
 
 stop() {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
@@ -23,22 +22,29 @@ const sleeper = "trap 'exit 0' TERM; sleep 3600 & wait"
 
 // waitSchedulable waits until the node is Ready without NoSchedule or
 // NoExecute taints, so that the scheduler places pods on it.
-func waitSchedulable(t *testing.T) {
+func waitSchedulable(t *testing.T) { waitNodeSchedulable(t, nodeName) }
+
+// waitNodeSchedulable is waitSchedulable for the named node.
+func waitNodeSchedulable(t *testing.T, name string) {
 	t.Helper()
-	waitFor(t, apiTimeout, "the node to be Ready and untainted", func() (bool, error) {
-		n, err := admin.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	waitFor(t, apiTimeout, "node "+name+" to be Ready and untainted", func() (bool, error) {
+		n, err := admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		ready := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == v1.NodeReady {
-				ready = c.Status == v1.ConditionTrue
-			}
-		}
-		return ready && len(n.Spec.Taints) == 0 && !n.Spec.Unschedulable,
+		return nodeReady(n) == v1.ConditionTrue && len(n.Spec.Taints) == 0 && !n.Spec.Unschedulable,
 			fmt.Errorf("conditions %+v taints %+v", n.Status.Conditions, n.Spec.Taints)
 	})
+}
+
+// nodeReady is the status of the node's Ready condition ("" if missing).
+func nodeReady(n *v1.Node) v1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // runningPod: Running with every container running.
@@ -91,15 +97,8 @@ func labelledPods(t *testing.T, selector string) []v1.Pod {
 	return l.Items
 }
 
-// containersOf lists the runtime's containers of a pod UID.
-func containersOf(t *testing.T, uid string) []*criv1.Container {
-	t.Helper()
-	cs, err := cri.ListContainers(context.Background(), &criv1.ContainerFilter{LabelSelector: map[string]string{nart.LabelPodUID: uid}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+// containersOf lists the first node's containers of a pod UID.
+func containersOf(t *testing.T, uid string) []*criv1.Container { return containersIn(t, cri, uid) }
 
 // deleteOnCleanup deletes the objects (kubectl resource/name) when the
 // test ends and waits for pods that were bound to go, so that the agent's

@@ -139,17 +139,23 @@ func startControlPlane(dir string) (stop func() error, err error) {
 // Cleanup removes the manifests, waits for the agent to remove its pods,
 // stops it and sweeps the runtime.
 func newAgent(t *testing.T) *framework.Agent {
+	return newAgentOn(t, framework.TestInstance, nodeName, cri)
+}
+
+// newAgentOn is newAgent for another node on another containerd instance
+// (cri is connected to it).
+func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Client) *framework.Agent {
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "node.kubeconfig")
-	if err := server.WriteNodeKubeconfig(dataDir, nodeName, serverURL, kubeconfig); err != nil {
+	if err := server.WriteNodeKubeconfig(dataDir, node, serverURL, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	a, err := framework.NewAgent(agentBin, dir)
+	a, err := framework.NewAgentOn(agentBin, dir, inst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.NodeName = nodeName
+	a.NodeName = node
 	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -166,11 +172,11 @@ func newAgent(t *testing.T) *framework.Agent {
 		if err := a.Stop(); err != nil {
 			t.Errorf("stop agent: %v", err)
 		}
-		if err := framework.SweepSandboxes(cri); err != nil {
+		if err := inst.Sweep(cri); err != nil {
 			t.Error(err)
 		}
 		if t.Failed() || os.Getenv("FLOW_AGENT_LOG") != "" {
-			t.Logf("agent log:\n%s", a.Logs())
+			t.Logf("agent %s log:\n%s", node, a.Logs())
 		}
 	})
 	return a

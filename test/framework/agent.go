@@ -36,8 +36,11 @@ type Agent struct {
 	done chan error
 }
 
-// NewAgent prepares an agent under dir; Start runs it.
-func NewAgent(bin, dir string) (*Agent, error) {
+// NewAgent prepares an agent on the test instance under dir; Start runs it.
+func NewAgent(bin, dir string) (*Agent, error) { return NewAgentOn(bin, dir, TestInstance) }
+
+// NewAgentOn prepares an agent on the given containerd instance.
+func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 	a := &Agent{
 		Bin:         bin,
 		Dir:         dir,
@@ -67,7 +70,7 @@ podLogsDir: %s
 cgroupRoot: %s
 fileCheckFrequency: 20s
 syncFrequency: 10s
-`, a.ManifestDir, TestSocket, a.Port, a.LogsDir, CgroupRoot)
+`, a.ManifestDir, inst.Socket, a.Port, a.LogsDir, inst.CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }
 

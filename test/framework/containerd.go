@@ -16,6 +16,21 @@ import (
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
+// Instance is one of hack/containerd.sh's test containerd instances, with
+// the cgroup root its agents run their pods under.
+type Instance struct {
+	Name       string // hack/containerd.sh's INSTANCE
+	Socket     string
+	CgroupRoot string
+}
+
+// TestInstance is the "test" instance every end-to-end test uses;
+// Test2Instance is the second node of multi-node tests.
+var (
+	TestInstance  = Instance{Name: "test", Socket: TestSocket, CgroupRoot: CgroupRoot}
+	Test2Instance = Instance{Name: "test2", Socket: "/run/nodeagent-test2/containerd.sock", CgroupRoot: "/nodeagent-e2e2"}
+)
+
 // TestSocket is the CRI socket of the "test" containerd instance.
 const TestSocket = "/run/nodeagent-test/containerd.sock"
 
@@ -32,28 +47,36 @@ func RepoRoot() string {
 // StartContainerd makes sure the test instance runs (starting it if its
 // socket does not answer) and returns a stop function that stops it only
 // if this call started it.
-func StartContainerd() (stop func() error, err error) {
+func StartContainerd() (stop func() error, err error) { return TestInstance.Start() }
+
+// Start makes sure the instance runs (starting it if its socket does not
+// answer) and returns a stop function that stops it only if this call
+// started it.
+func (i Instance) Start() (stop func() error, err error) {
 	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
-	wasRunning := exec.Command("bash", script, "status", "test").Run() == nil
-	out, err := exec.Command("bash", script, "start", "test").CombinedOutput()
+	wasRunning := exec.Command("bash", script, "status", i.Name).Run() == nil
+	out, err := exec.Command("bash", script, "start", i.Name).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("start test containerd: %v\n%s", err, out)
+		return nil, fmt.Errorf("start %s containerd: %v\n%s", i.Name, err, out)
 	}
 	if wasRunning {
 		return func() error { return nil }, nil
 	}
 	return func() error {
-		out, err := exec.Command("bash", script, "stop", "test").CombinedOutput()
+		out, err := exec.Command("bash", script, "stop", i.Name).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("stop test containerd: %v\n%s", err, out)
+			return fmt.Errorf("stop %s containerd: %v\n%s", i.Name, err, out)
 		}
 		return nil
 	}, nil
 }
 
 // DialCRI connects to the test instance.
-func DialCRI() (*nart.Client, error) {
-	return nart.Dial(context.Background(), "unix://"+TestSocket, 2*time.Minute)
+func DialCRI() (*nart.Client, error) { return TestInstance.Dial() }
+
+// Dial connects to the instance's CRI socket.
+func (i Instance) Dial() (*nart.Client, error) {
+	return nart.Dial(context.Background(), "unix://"+i.Socket, 2*time.Minute)
 }
 
 // BuildAgent compiles cmd/nodeagent into dir and returns the binary's path.
@@ -74,7 +97,10 @@ const CgroupRoot = "/nodeagent-e2e"
 // SweepSandboxes stops and removes every sandbox of the test instance,
 // which belongs to the tests alone, and the pod cgroups a killed agent
 // could not remove.
-func SweepSandboxes(cri *nart.Client) error {
+func SweepSandboxes(cri *nart.Client) error { return TestInstance.Sweep(cri) }
+
+// Sweep is SweepSandboxes for the instance cri is connected to.
+func (i Instance) Sweep(cri *nart.Client) error {
 	ctx := context.Background()
 	sbs, err := cri.ListPodSandbox(ctx, nil)
 	if err != nil {
@@ -87,8 +113,8 @@ func SweepSandboxes(cri *nart.Client) error {
 			errs = append(errs, fmt.Errorf("sweep sandbox %s: %w", sb.Id, err))
 		}
 	}
-	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + CgroupRoot + "/kubepods/*/pod*")
-	more, _ := filepath.Glob("/sys/fs/cgroup/*" + CgroupRoot + "/kubepods/pod*")
+	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + i.CgroupRoot + "/kubepods/*/pod*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/*" + i.CgroupRoot + "/kubepods/pod*")
 	for _, dir := range append(pods, more...) {
 		if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("sweep cgroup: %w", err))
