@@ -78,7 +78,9 @@ func Run(ctx context.Context, o Options) error {
 		PodLogsDir:   cfg.PodLogsDir,
 		CgroupRoot:   cgroupRoot(cfg),
 		DNS:          dnsSettings(cfg),
-		Allocatable:  allocatable(),
+		Allocatable:  apiclient.Allocatable(capacity(cfg), cfg.Reserved()),
+		NodeLabels:   o.Flags.NodeLabels,
+		NodeTaints:   cfg.RegisterWithTaints,
 		Logger:       log,
 		ResyncPeriod: cfg.SyncFrequency.Duration,
 
@@ -89,6 +91,7 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
 		wcfg.SourcesReady = api.SourcesReady
+		wcfg.Node = api.Watch.Node // admission sees the labels and taints set through the API
 	}
 	mgr, err := podworker.New(wcfg)
 	if err != nil {
@@ -120,7 +123,9 @@ func newAPI(o Options, rt *runtime.Client, nodeName, nodeIP string, log *slog.Lo
 	log.Info("joining the API server", "server", rc.Host)
 	return apiclient.New(apiclient.Config{
 		Client: cs, NodeName: nodeName, NodeIP: nodeIP, RootDir: o.Flags.RootDir,
-		Capacity: allocatable(), Runtime: rt, KubeletVersion: Version,
+		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
+		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
+		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
 		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, Logger: log,
 	})
 }

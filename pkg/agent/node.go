@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 )
 
 // NodeName is --hostname-override, else the lower-cased hostname, as the
@@ -45,12 +47,13 @@ func defaultNodeIP() string {
 	return ""
 }
 
-// allocatable is the node's capacity (no reservations yet): CPUs and
-// memory, which resource env vars default to when a limit is unset.
-func allocatable() v1.ResourceList {
+// capacity is the node's CPUs, memory and maxPods; allocatable (which
+// resource env vars default to when a limit is unset) holds back the
+// reservations.
+func capacity(cfg *agentconfig.Config) v1.ResourceList {
 	rl := v1.ResourceList{
 		v1.ResourceCPU:  *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		v1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
+		v1.ResourcePods: *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI),
 	}
 	if mem := memTotal(); mem > 0 {
 		rl[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)

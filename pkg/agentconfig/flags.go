@@ -41,6 +41,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.NodeIP, "node-ip", f.NodeIP, "IP address of the node.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Kubeconfig of the API server; empty runs standalone.")
 	fs.StringVar(&f.ConfigFile, "config", f.ConfigFile, "KubeletConfiguration file; flags given explicitly override its values.")
+	fs.StringToStringVar(&f.NodeLabels, "node-labels", f.NodeLabels, "Labels added to the Node when it registers (key=value,...).")
 }
 
 // Validate checks the flag-only settings.

@@ -67,12 +67,16 @@ resolvConf: /file/resolv.conf
 
 func TestResolveFlagOnlySettings(t *testing.T) {
 	_, fl := resolve(t)
-	if *fl != (Flags{RootDir: DefaultRootDir}) {
+	if len(fl.NodeLabels) == 0 {
+		fl.NodeLabels = nil
+	}
+	if !reflect.DeepEqual(*fl, Flags{RootDir: DefaultRootDir}) {
 		t.Errorf("default flags = %+v", fl)
 	}
-	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k")
-	want := Flags{RootDir: "/r", HostnameOverride: "n1", NodeIP: "10.1.1.1", Kubeconfig: "/k"}
-	if *fl != want {
+	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k", "--node-labels=zone=a,tier=web")
+	want := Flags{RootDir: "/r", HostnameOverride: "n1", NodeIP: "10.1.1.1", Kubeconfig: "/k",
+		NodeLabels: map[string]string{"zone": "a", "tier": "web"}}
+	if !reflect.DeepEqual(*fl, want) {
 		t.Errorf("flags = %+v, want %+v", *fl, want)
 	}
 	if err := fl.Validate(); err != nil {

@@ -1,6 +1,8 @@
 package agentconfig
 
 import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -74,6 +76,13 @@ type Config struct {
 	EnableServer *bool `json:"enableServer,omitempty"`
 	// NodeStatusUpdateFrequency is the node status report period. Default: 10s.
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// RegisterWithTaints are set on the Node when the agent registers it
+	// (joined mode); node admission also checks their NoExecute ones. Default: none.
+	RegisterWithTaints []v1.Taint `json:"registerWithTaints,omitempty"`
+	// SystemReserved and KubeReserved (cpu, memory, ephemeral-storage, pid
+	// quantities) are held back from the node's allocatable. Default: none.
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
 }
 
 // ImageEndpoint returns ImageServiceEndpoint, or ContainerRuntimeEndpoint
@@ -98,4 +107,24 @@ type Flags struct {
 	Kubeconfig string
 	// ConfigFile is the path of the KubeletConfiguration file (--config).
 	ConfigFile string
+	// NodeLabels are added to the Node when it registers (--node-labels).
+	NodeLabels map[string]string
+}
+
+// Reserved sums SystemReserved and KubeReserved; call it on a validated
+// Config (unparsable quantities are skipped).
+func (c *Config) Reserved() v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, m := range []map[string]string{c.SystemReserved, c.KubeReserved} {
+		for k, v := range m {
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				continue
+			}
+			sum := out[v1.ResourceName(k)]
+			sum.Add(q)
+			out[v1.ResourceName(k)] = sum
+		}
+	}
+	return out
 }

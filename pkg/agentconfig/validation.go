@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,6 +25,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateRuntime()...)
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateDNS()...)
+	errs = append(errs, c.validateNode()...)
 	return c.warnings(), errs.ToAggregate()
 }
 
@@ -153,10 +156,42 @@ func (c *Config) notEnforced() []string {
 	if c.ContainerLogMaxSize != DefaultContainerLogMaxSize || deref(c.ContainerLogMaxFiles) != DefaultContainerLogMaxFiles {
 		note("containerLogMaxSize/containerLogMaxFiles", "container logs are not rotated")
 	}
-	if c.MaxPods != DefaultMaxPods {
-		note("maxPods", "pods are not admitted against node capacity")
-	}
 	return w
+}
+
+// reservable are the resources systemReserved and kubeReserved may name.
+var reservable = []string{"cpu", "memory", "ephemeral-storage", "pid"}
+
+func (c *Config) validateNode() field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range c.RegisterWithTaints {
+		p := field.NewPath("registerWithTaints").Index(i)
+		for _, msg := range utilvalidation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+		}
+		if t.Value != "" {
+			for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
+			}
+		}
+		switch t.Effect {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect,
+				[]string{string(v1.TaintEffectNoSchedule), string(v1.TaintEffectPreferNoSchedule), string(v1.TaintEffectNoExecute)}))
+		}
+	}
+	for name, m := range map[string]map[string]string{"systemReserved": c.SystemReserved, "kubeReserved": c.KubeReserved} {
+		for k, v := range m {
+			p := field.NewPath(name).Key(k)
+			if !slices.Contains(reservable, k) {
+				errs = append(errs, field.NotSupported(p, k, reservable))
+			} else if q, err := resource.ParseQuantity(v); err != nil || q.Sign() < 0 {
+				errs = append(errs, field.Invalid(p, v, "must be a non-negative quantity"))
+			}
+		}
+	}
+	return errs
 }
 
 func validateIP(p *field.Path, s string) field.ErrorList {

@@ -1,6 +1,7 @@
 package agentconfig
 
 import (
+	v1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
@@ -125,10 +126,42 @@ func TestValidateWarnsAboutUnenforcedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := strings.Join(warnings, "\n")
-	for _, want := range []string{"podPidsLimit is accepted but not enforced", "containerLogMaxSize/containerLogMaxFiles", "maxPods"} {
+	for _, want := range []string{"podPidsLimit is accepted but not enforced", "containerLogMaxSize/containerLogMaxFiles"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings %q lack %q", warnings, want)
 		}
+	}
+	if strings.Contains(all, "maxPods") {
+		t.Errorf("maxPods is enforced (node capacity and admission), yet warned about: %q", warnings)
+	}
+}
+
+func TestValidateNodeSettings(t *testing.T) {
+	c := Default()
+	c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}, {Key: "bad key", Effect: "Sometimes"}}
+	c.SystemReserved = map[string]string{"cpu": "500m", "gpu": "1"}
+	c.KubeReserved = map[string]string{"memory": "lots"}
+	_, err := c.Validate()
+	if err == nil {
+		t.Fatal("invalid taints and reservations accepted")
+	}
+	for _, want := range []string{"registerWithTaints[1].key", "registerWithTaints[1].effect", "systemReserved[gpu]", "kubeReserved[memory]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "registerWithTaints[0]") || strings.Contains(err.Error(), "systemReserved[cpu]") {
+		t.Errorf("valid entries rejected: %v", err)
+	}
+	c.RegisterWithTaints = c.RegisterWithTaints[:1]
+	c.SystemReserved = map[string]string{"cpu": "500m", "memory": "1Gi"}
+	c.KubeReserved = map[string]string{"memory": "512Mi"}
+	if _, err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Reserved()
+	if cpu, mem := r[v1.ResourceCPU], r[v1.ResourceMemory]; cpu.MilliValue() != 500 || mem.Value() != 1536<<20 {
+		t.Errorf("reserved cpu %s memory %s, want 500m and 1536Mi", &cpu, &mem)
 	}
 }
 

@@ -53,6 +53,13 @@ type Config struct {
 	Capacity       v1.ResourceList
 	Runtime        Runtime
 	KubeletVersion string
+	// RegisterWithTaints are set on the Node when the agent creates it.
+	RegisterWithTaints []v1.Taint
+	// NodeLabels are added to the Node's standard labels.
+	NodeLabels map[string]string
+	// MaxPods is the pods capacity; Reserved is held back from allocatable.
+	MaxPods  int64
+	Reserved v1.ResourceList
 	// NodeStatusUpdateFrequency is the kubelet's setting (default 10s).
 	NodeStatusUpdateFrequency time.Duration
 	Logger                    *slog.Logger
@@ -61,6 +68,7 @@ type Config struct {
 // API is every API-side component of the agent, assembled.
 type API struct {
 	Node     *NodeStatus
+	Watch    *NodeWatch
 	Lease    *Lease
 	Source   *APISource
 	Status   *StatusManager
@@ -84,8 +92,12 @@ func New(cfg Config) (*API, error) {
 	if a.Node, err = NewNodeStatus(NodeConfig{
 		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
+		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency, Logger: cfg.Logger,
 	}); err != nil {
+		return nil, err
+	}
+	if a.Watch, err = NewNodeWatch(cfg.Client, cfg.NodeName); err != nil {
 		return nil, err
 	}
 	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
@@ -127,6 +139,7 @@ func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.P
 	g, ctx := errgroup.WithContext(ctx)
 	apiPods := make(chan APIPods)
 	g.Go(func() error { return a.Node.Run(ctx) })
+	g.Go(func() error { return a.Watch.Run(ctx) })
 	g.Go(func() error { return a.Lease.Run(ctx) })
 	g.Go(func() error { return a.Status.Run(ctx) })
 	g.Go(func() error { return a.Mirrors.Run(ctx) })

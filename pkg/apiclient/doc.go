@@ -4,6 +4,7 @@
 //
 //   - NodeStatus registers the Node and reports its status (conditions,
 //     capacity, node info) on change and at least every report period;
+//   - NodeWatch watches the Node, whose labels and taints admission checks;
 //   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
 //   - APISource watches the pods bound to the node (spec.nodeName);
 //   - Merger joins the static pods and the API pods into the full desired
@@ -13,13 +14,13 @@
 //   - MirrorManager keeps a mirror pod in the API for every static pod;
 //   - NewEventRecorder records events as component "kubelet".
 //
-// API assembles them: build it with New, pass its OnStatus, OnTerminated
-// and Events to podworker.Config, and run it with the static pod channel
-// in and the merged channel out:
+// API assembles them: build it with New, pass its Watch.Node, OnStatus,
+// OnTerminated and Events to podworker.Config, and run it with the static
+// pod channel in and the merged channel out:
 //
 //	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
 //	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),
-//		OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
+//		Node: api.Watch.Node, OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
 //	go api.Run(ctx, staticPods, merged)
 //	go mgr.Run(ctx, merged, plegEvents)
 //

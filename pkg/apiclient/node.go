@@ -28,7 +28,7 @@ import (
 const (
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
 	DefaultNodeStatusReportFrequency = 5 * time.Minute
-	maxPods                          = 110
+	defaultMaxPods                   = 110
 )
 
 // Condition reasons and messages, as the kubelet's.
@@ -63,6 +63,16 @@ type NodeConfig struct {
 	Capacity       v1.ResourceList // cpu and memory; pods and ephemeral-storage are added
 	Runtime        Runtime
 	KubeletVersion string
+	// Taints are set on the Node when it is created (registerWithTaints);
+	// an existing Node keeps its own, as the kubelet leaves them alone.
+	Taints []v1.Taint
+	// Labels are added to the standard ones (the kubelet's --node-labels).
+	Labels map[string]string
+	// MaxPods is the pods capacity (default 110).
+	MaxPods int64
+	// Reserved is held back from capacity in allocatable (systemReserved
+	// plus kubeReserved).
+	Reserved v1.ResourceList
 	// UpdateFrequency is how often the status is computed (default 10s),
 	// ReportFrequency how often it is sent when unchanged (default 5m).
 	UpdateFrequency time.Duration
@@ -89,6 +99,9 @@ func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
 	}
 	if cfg.ReportFrequency <= 0 {
 		cfg.ReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = defaultMaxPods
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -137,6 +150,7 @@ func (n *NodeStatus) Run(ctx context.Context) error {
 func (n *NodeStatus) register(ctx context.Context) error {
 	nodes := n.cfg.Client.CoreV1().Nodes()
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: n.labels()}}
+	node.Spec.Taints = append([]v1.Taint(nil), n.cfg.Taints...)
 	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -178,7 +192,12 @@ func (n *NodeStatus) register(ctx context.Context) error {
 }
 
 func (n *NodeStatus) labels() map[string]string {
-	return map[string]string{labelHostname: n.cfg.NodeName, labelOS: goruntime.GOOS, labelArch: goruntime.GOARCH}
+	l := map[string]string{}
+	for k, v := range n.cfg.Labels {
+		l[k] = v
+	}
+	l[labelHostname], l[labelOS], l[labelArch] = n.cfg.NodeName, goruntime.GOOS, goruntime.GOARCH
+	return l
 }
 
 // sync sends the status when it changed or the report period passed.
@@ -226,11 +245,11 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 	if capacity == nil {
 		capacity = v1.ResourceList{}
 	}
-	capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
+	capacity[v1.ResourcePods] = *resource.NewQuantity(n.cfg.MaxPods, resource.DecimalSI)
 	if size := diskSize(n.cfg.RootDir); size > 0 {
 		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
 	}
-	st.Capacity, st.Allocatable = capacity, capacity.DeepCopy()
+	st.Capacity, st.Allocatable = capacity, Allocatable(capacity, n.cfg.Reserved)
 	st.Addresses = nil
 	if n.cfg.NodeIP != "" {
 		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: n.cfg.NodeIP})
@@ -355,4 +374,22 @@ func diskSize(dir string) int64 {
 		return 0
 	}
 	return int64(fs.Blocks) * fs.Bsize
+}
+
+// Allocatable is capacity minus what is reserved, never below zero, as
+// the kubelet's node allocatable (eviction thresholds aside).
+func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
+	out := capacity.DeepCopy()
+	for name, r := range reserved {
+		q, ok := out[name]
+		if !ok {
+			continue
+		}
+		q.Sub(r)
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, q.Format)
+		}
+		out[name] = q
+	}
+	return out
 }

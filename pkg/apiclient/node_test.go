@@ -191,3 +191,37 @@ func TestRegisterExistingNodeAddsLabels(t *testing.T) {
 		t.Errorf("status not reported for an existing node")
 	}
 }
+
+func TestRegisterNodeWithLabelsMaxPodsAndReservations(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	cs := fake.NewClientset()
+	n, err := NewNodeStatus(NodeConfig{
+		Client: cs, NodeName: "node-a", RootDir: t.TempDir(), Runtime: rt, Logger: discard, Now: newClock().Now,
+		Capacity: v1.ResourceList{v1.ResourceCPU: *resourceQ("2"), v1.ResourceMemory: *resourceQ("4Gi")},
+		Labels:   map[string]string{"zone": "a", "kubernetes.io/hostname": "spoofed"},
+		MaxPods:  20,
+		Reserved: v1.ResourceList{v1.ResourceCPU: *resourceQ("500m"), v1.ResourceMemory: *resourceQ("5Gi")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	node := getNode(t, cs)
+	if node.Labels["zone"] != "a" || node.Labels["kubernetes.io/hostname"] != "node-a" {
+		t.Errorf("labels = %v: want zone=a and the real hostname label", node.Labels)
+	}
+	capPods, allocPods := node.Status.Capacity[v1.ResourcePods], node.Status.Allocatable[v1.ResourcePods]
+	if capPods.Value() != 20 || allocPods.Value() != 20 {
+		t.Errorf("pods capacity/allocatable = %s/%s, want 20/20", &capPods, &allocPods)
+	}
+	cpu, mem := node.Status.Allocatable[v1.ResourceCPU], node.Status.Allocatable[v1.ResourceMemory]
+	if cpu.MilliValue() != 1500 || mem.Value() != 0 {
+		t.Errorf("allocatable cpu %s memory %s, want 1500m and 0 (reservation larger than capacity)", &cpu, &mem)
+	}
+	if c := node.Status.Capacity[v1.ResourceCPU]; c.Value() != 2 {
+		t.Errorf("capacity cpu = %s, want 2 (reservations only lower allocatable)", &c)
+	}
+}

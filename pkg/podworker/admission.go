@@ -1,12 +1,16 @@
 package podworker
 
 import (
+	"context"
 	"fmt"
 	goruntime "runtime"
 	"sort"
+	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeagent/nodeagent/pkg/podspec"
@@ -15,18 +19,19 @@ import (
 // Node-level admission, as the kubelet's predicate admit handler
 // (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod: resources,
 // node name, node selector/affinity and host ports are checked against the
-// pods already admitted. Taints (TaintToleration for NoExecute) are not
-// checked yet.
+// pods already admitted, then the node's NoExecute taints.
 
 // Upstream predicate names and descriptions.
 const (
-	predicateNodeAffinity = "NodeAffinity"
-	predicateNodeName     = "NodeName"
-	predicateNodePorts    = "NodePorts"
+	predicateNodeAffinity    = "NodeAffinity"
+	predicateNodeName        = "NodeName"
+	predicateNodePorts       = "NodePorts"
+	predicateTaintToleration = "TaintToleration"
 
-	errReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
-	errReasonNodeName     = "node(s) didn't match the requested node name"
-	errReasonNodePorts    = "node(s) didn't have free ports for the requested pod ports"
+	errReasonNodeAffinity    = "node(s) didn't match Pod's node affinity/selector"
+	errReasonNodeName        = "node(s) didn't match the requested node name"
+	errReasonNodePorts       = "node(s) didn't have free ports for the requested pod ports"
+	errReasonTaintToleration = "node(s) had taints that the pod didn't tolerate"
 
 	annotationConfigSource = "kubernetes.io/config.source"
 	sourceFile             = "file"
@@ -45,8 +50,13 @@ type AdmitResult struct {
 type NodeInfo struct {
 	Name        string
 	Labels      map[string]string
+	Taints      []v1.Taint
 	Allocatable v1.ResourceList
 }
+
+// nodeGetTimeout bounds a read of the Node object during admission, which
+// holds up the pod set being handled.
+const nodeGetTimeout = 5 * time.Second
 
 // podRequests are a pod's effective requests as the scheduler counts them.
 type podRequests struct {
@@ -130,12 +140,25 @@ func portsFit(pod *v1.Pod, admitted []*v1.Pod) bool {
 	return true
 }
 
+// toleratesNoExecute is the kubelet's only taint check: the scheduler
+// handles NoSchedule, and a NoExecute taint would evict the pod anyway.
+func toleratesNoExecute(pod *v1.Pod, taints []v1.Taint) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), taints, pod.Spec.Tolerations,
+		func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }, false)
+	return !untolerated
+}
+
 // AdmitPod runs the kubelet's general filter on a new pod against the
 // admitted, non-terminal pods and returns the first failure, as upstream
 // does. File-source (static) pods are always admitted.
 func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
+	return firstFailure(admissionFailures(pod, admitted, node))
+}
+
+// admissionFailures lists every failed check, in upstream's order.
+func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
 	if pod.Annotations[annotationConfigSource] == sourceFile {
-		return AdmitResult{Admit: true}
+		return nil
 	}
 	reasons := checkResources(pod, admitted, node.Allocatable)
 	if !matchesNodeAffinity(pod, node) {
@@ -147,6 +170,13 @@ func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
 	if !portsFit(pod, admitted) {
 		reasons = append(reasons, predicateFailure(predicateNodePorts, errReasonNodePorts))
 	}
+	if !toleratesNoExecute(pod, node.Taints) {
+		reasons = append(reasons, predicateFailure(predicateTaintToleration, errReasonTaintToleration))
+	}
+	return reasons
+}
+
+func firstFailure(reasons []AdmitResult) AdmitResult {
 	if len(reasons) == 0 {
 		return AdmitResult{Admit: true}
 	}
@@ -192,6 +222,9 @@ func sortByCreation(pods []*v1.Pod) {
 
 // admittedPodsLocked lists the pods that hold node resources: those with a
 // worker that have not finished for good (terminating pods still count).
+// A pod the API shows finished counts no more, even before its worker has
+// stopped what may still run of it: after a restart, finished pods must not
+// crowd new ones out (kubernetes issue 105523).
 func (m *Manager) admittedPodsLocked() []*v1.Pod {
 	var out []*v1.Pod
 	for _, w := range m.workers {
@@ -206,8 +239,53 @@ func (m *Manager) admittedPodsLocked() []*v1.Pod {
 	return out
 }
 
-func (m *Manager) nodeInfo() NodeInfo {
-	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Allocatable: m.cfg.Allocatable}
+// admitLocked admits a new pod against the admitted ones. When the node
+// affinity alone fails, the Node is read again from the API server and
+// the pod checked once more, as the kubelet does: a label added just
+// before the pod was bound may not have reached the watch yet.
+func (m *Manager) admitLocked(ctx context.Context, pod *v1.Pod, node NodeInfo) AdmitResult {
+	admitted := m.admittedPodsLocked()
+	reasons := admissionFailures(pod, admitted, node)
+	if len(reasons) == 1 && reasons[0].Reason == predicateNodeAffinity && m.cfg.Node != nil {
+		if fresh, err := m.apiNodeInfo(ctx, true); err == nil {
+			reasons = admissionFailures(pod, admitted, fresh)
+		} else {
+			m.log.Warn("admission: read the node from the API server", "err", err)
+		}
+	}
+	return firstFailure(reasons)
+}
+
+// nodeInfo is the node admission checks against: the API's Node object
+// (labels and taints as kubectl left them) when there is one, else the
+// local settings, as the kubelet falls back to its initial node.
+func (m *Manager) nodeInfo(ctx context.Context) NodeInfo {
+	if m.cfg.Node != nil {
+		info, err := m.apiNodeInfo(ctx, false)
+		if err == nil {
+			return info
+		}
+		m.log.Warn("admission: node object unavailable; using the local labels and taints", "err", err)
+	}
+	return m.localNodeInfo()
+}
+
+func (m *Manager) localNodeInfo() NodeInfo {
+	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Taints: m.cfg.NodeTaints, Allocatable: m.cfg.Allocatable}
+}
+
+// apiNodeInfo takes labels and taints from the Node object; allocatable
+// stays local, being what the agent itself reports there.
+func (m *Manager) apiNodeInfo(ctx context.Context, fresh bool) (NodeInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, nodeGetTimeout)
+	defer cancel()
+	node, err := m.cfg.Node(ctx, fresh)
+	if err != nil {
+		return NodeInfo{}, fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
+	}
+	info := m.localNodeInfo()
+	info.Labels, info.Taints = node.Labels, node.Spec.Taints
+	return info, nil
 }
 
 // rejectLocked records a pod that failed admission, as upstream's

@@ -1,6 +1,7 @@
 package podworker
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -221,4 +222,156 @@ func TestManagerRejectsPodOutOfCPU(t *testing.T) {
 	if len(got) != 1 || got[0].Phase != v1.PodFailed || got[0].Reason != "OutOfcpu" || got[0].Message != wantMsg {
 		t.Errorf("OnStatus for big = %+v, want one Failed/OutOfcpu", got)
 	}
+}
+
+// The kubelet checks NoExecute taints only; NoSchedule is the scheduler's.
+func TestAdmitPodTaints(t *testing.T) {
+	noExec := v1.Taint{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoExecute}
+	noSched := v1.Taint{Key: "gpu", Value: "yes", Effect: v1.TaintEffectNoSchedule}
+	node := NodeInfo{Name: "node1", Labels: defaultNodeLabels("node1", nil)}
+	tolerate := func(p *v1.Pod, key string, effect v1.TaintEffect) *v1.Pod {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: key, Operator: v1.TolerationOpExists, Effect: effect})
+		return p
+	}
+	static := reqPod("s", "", "")
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	const msg = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+	tests := []struct {
+		name   string
+		taints []v1.Taint
+		pod    *v1.Pod
+		reject bool
+	}{
+		{name: "no taints", pod: reqPod("a", "", "")},
+		{name: "untolerated NoSchedule is the scheduler's", taints: []v1.Taint{noSched}, pod: reqPod("a", "", "")},
+		{name: "untolerated NoExecute", taints: []v1.Taint{noSched, noExec}, pod: reqPod("a", "", ""), reject: true},
+		{name: "tolerated NoExecute", taints: []v1.Taint{noExec}, pod: tolerate(reqPod("a", "", ""), "dedicated", v1.TaintEffectNoExecute)},
+		{name: "toleration of another effect", taints: []v1.Taint{noExec}, pod: tolerate(reqPod("a", "", ""), "dedicated", v1.TaintEffectNoSchedule), reject: true},
+		{name: "static pod", taints: []v1.Taint{noExec}, pod: static},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := node
+			n.Taints = tc.taints
+			r := AdmitPod(tc.pod, nil, n)
+			if tc.reject && (r.Admit || r.Reason != "TaintToleration" || r.Message != msg) {
+				t.Errorf("got %+v, want TaintToleration %q", r, msg)
+			}
+			if !tc.reject && !r.Admit {
+				t.Errorf("rejected: %+v", r)
+			}
+		})
+	}
+	// Taints come after the general predicates, as upstream reports them.
+	p := reqPod("a", "", "")
+	p.Spec.NodeName = "node2"
+	n := node
+	n.Taints = []v1.Taint{noExec}
+	if r := AdmitPod(p, nil, n); r.Reason != "NodeName" {
+		t.Errorf("first failure = %+v, want NodeName", r)
+	}
+}
+
+// fakeNode is a Config.Node: cached is what the watch holds, api what the
+// API server answers to a fresh read.
+type fakeNode struct {
+	mu          sync.Mutex
+	cached, api *v1.Node
+	err         error
+	freshReads  int
+}
+
+func (f *fakeNode) get(_ context.Context, fresh bool) (*v1.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	if fresh {
+		f.freshReads++
+		return f.api, nil
+	}
+	return f.cached, nil
+}
+
+func apiNode(labels map[string]string, taints ...v1.Taint) *v1.Node {
+	n := &v1.Node{}
+	n.Name, n.Labels, n.Spec.Taints = "node1", defaultNodeLabels("node1", labels), taints
+	return n
+}
+
+// waitPhase waits until the manager lists the pod with that phase.
+func waitPhase(t *testing.T, h *harness, uid types.UID, phase v1.PodPhase) *v1.Pod {
+	t.Helper()
+	var got *v1.Pod
+	eventually(t, string(uid)+" "+string(phase), func() (bool, string) {
+		got = h.pod(uid)
+		if got == nil {
+			return false, "not listed"
+		}
+		return got.Status.Phase == phase, fmt.Sprintf("%s %s %s", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	})
+	return got
+}
+
+// With a Node provider, admission uses the API's labels and taints, not
+// the local ones.
+func TestManagerAdmitsWithAPINode(t *testing.T) {
+	node := &fakeNode{cached: apiNode(map[string]string{"disk": "ssd"},
+		v1.Taint{Key: "maintenance", Effect: v1.TaintEffectNoExecute})}
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.cfg.Node = node.get
+	h.start(t)
+
+	selected := scenarioPod("selected", "busybox:1")
+	selected.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	selected.Spec.Tolerations = []v1.Toleration{{Key: "maintenance", Operator: v1.TolerationOpExists}}
+	intolerant := scenarioPod("intolerant", "busybox:1")
+	h.pods <- []*v1.Pod{selected, intolerant}
+	eventually(t, "selected running", func() (bool, string) { return allRunning(h.pod(selected.UID)) })
+	got := waitPhase(t, h, intolerant.UID, v1.PodFailed)
+	if got.Status.Reason != "TaintToleration" {
+		t.Errorf("intolerant: reason %q, want TaintToleration", got.Status.Reason)
+	}
+	node.mu.Lock()
+	defer node.mu.Unlock()
+	if node.freshReads != 0 {
+		t.Errorf("fresh reads = %d; only a node affinity failure reads the node again", node.freshReads)
+	}
+}
+
+// A pod whose node affinity alone fails is checked again against the
+// API server's Node: the watch may not have the label added just before.
+func TestManagerRereadsNodeOnAffinityFailure(t *testing.T) {
+	node := &fakeNode{cached: apiNode(nil), api: apiNode(map[string]string{"zone": "a"})}
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.cfg.Node = node.get
+	h.start(t)
+	pod := scenarioPod("zoned", "busybox:1")
+	pod.Spec.NodeSelector = map[string]string{"zone": "a"}
+	other := scenarioPod("elsewhere", "busybox:1")
+	other.Spec.NodeSelector = map[string]string{"zone": "b"}
+	h.pods <- []*v1.Pod{pod, other}
+	eventually(t, "zoned running", func() (bool, string) { return allRunning(h.pod(pod.UID)) })
+	if got := waitPhase(t, h, other.UID, v1.PodFailed); got.Status.Reason != "NodeAffinity" {
+		t.Errorf("elsewhere: reason %q", got.Status.Reason)
+	}
+	node.mu.Lock()
+	defer node.mu.Unlock()
+	if node.freshReads != 2 {
+		t.Errorf("fresh reads = %d, want 2", node.freshReads)
+	}
+}
+
+// When the Node cannot be read, admission falls back to the local labels.
+func TestManagerNodeUnavailableUsesLocalLabels(t *testing.T) {
+	node := &fakeNode{err: fmt.Errorf("apiserver down")}
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.cfg.Node = node.get
+	h.m.cfg.NodeLabels = defaultNodeLabels("node1", map[string]string{"local": "yes"})
+	h.start(t)
+	pod := scenarioPod("local", "busybox:1")
+	pod.Spec.NodeSelector = map[string]string{"local": "yes"}
+	h.pods <- []*v1.Pod{pod}
+	eventually(t, "pod running", func() (bool, string) { return allRunning(h.pod(pod.UID)) })
 }

@@ -33,7 +33,16 @@ type Config struct {
 	// affinity at admission; kubernetes.io/hostname, kubernetes.io/os and
 	// kubernetes.io/arch are added when missing.
 	NodeLabels map[string]string
-	Events     EventRecorder
+	// NodeTaints are the node's taints (the kubelet's registerWithTaints);
+	// admission rejects pods that do not tolerate its NoExecute ones.
+	NodeTaints []v1.Taint
+	// Node, when set, returns the node's API object (read only), whose
+	// labels and taints admission then uses instead of NodeLabels and
+	// NodeTaints, so that `kubectl label` and `kubectl taint` count; fresh
+	// asks the API server rather than a cache. Standalone agents leave it
+	// nil.
+	Node   func(ctx context.Context, fresh bool) (*v1.Node, error)
+	Events EventRecorder
 	// ParallelImagePulls lets pulls run at once (serializeImagePulls=false).
 	ParallelImagePulls bool
 	// RegistryPullQPS limits pulls per second (0: no limit), with a burst
@@ -228,9 +237,14 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 		}
 	}
 	sortByCreation(fresh)
+	var node *NodeInfo // read once, for the first pod that needs it
 	for _, p := range fresh {
-		if p.DeletionTimestamp == nil { // pods being deleted skip admission, as upstream
-			if r := AdmitPod(p, m.admittedPodsLocked(), m.nodeInfo()); !r.Admit {
+		if needsAdmission(p) {
+			if node == nil {
+				info := m.nodeInfo(ctx)
+				node = &info
+			}
+			if r := m.admitLocked(ctx, p, *node); !r.Admit {
 				m.rejectLocked(p, r, &notify)
 				continue
 			}
@@ -256,6 +270,13 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 		close(m.ready)
 	}()
 	return true
+}
+
+// needsAdmission: as upstream, pods being deleted and pods the API already
+// shows finished skip admission (their worker never starts them), and so
+// do static pods, which are always admitted.
+func needsAdmission(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp == nil && !finishedInAPI(pod) && pod.Annotations[annotationConfigSource] != sourceFile
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {

@@ -48,6 +48,7 @@ type worker struct {
 	status    *v1.PodStatus
 	waiting   map[string]Waiting
 	terminal  bool // finished for good (Succeeded/Failed)
+	apiStatus bool // status is the API's, kept while nothing of the pod runs
 	orphan    bool // known from the runtime only: no spec
 	warned    bool // unsupported features reported
 	startTime time.Time
@@ -57,7 +58,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager, pod *v1.Pod) *worker {
-	return &worker{
+	w := &worker{
 		m:       m,
 		uid:     pod.UID,
 		log:     m.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
@@ -66,6 +67,25 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		waiting: map[string]Waiting{},
 		synced:  make(chan struct{}),
 	}
+	if finishedInAPI(pod) {
+		// Seen for the first time but already finished (the agent restarted
+		// after the pod completed or was rejected): it must never start
+		// again, and its status stays the API's (kubernetes issue 105523).
+		w.terminal, w.apiStatus, w.status = true, true, pod.Status.DeepCopy()
+		w.log.Info("pod already finished in the API; not starting it", "phase", pod.Status.Phase)
+	}
+	return w
+}
+
+// finishedInAPI tells an API pod whose recorded phase is Succeeded or
+// Failed. Static pods have no API phase: their manifest is the truth.
+func finishedInAPI(pod *v1.Pod) bool {
+	return pod.Annotations[annotationConfigSource] != sourceFile && isTerminal(pod.Status.Phase)
+}
+
+// running tells whether anything of the pod still runs.
+func running(st *runtime.PodStatus) bool {
+	return st.ActiveSandbox() != nil || len(st.Running()) > 0
 }
 
 // wake asks for a sync without blocking; pending wake-ups coalesce.
@@ -84,9 +104,26 @@ func (w *worker) update(pod *v1.Pod) {
 	if w.terminal && w.state == Syncing && !apiequality.Semantic.DeepEqual(w.pod.Spec, pod.Spec) {
 		w.state = Terminating
 	}
+	if !w.terminal && finishedInAPI(pod) {
+		w.finishedElsewhereLocked(pod.Status)
+	}
 	w.pod = pod
 	w.mu.Unlock()
 	w.wake()
+}
+
+// finishedElsewhereLocked handles a pod that someone else marked
+// Succeeded or Failed in the API: as the kubelet, the worker stops its
+// containers and never restarts them, and its phase stays the API's.
+func (w *worker) finishedElsewhereLocked(api v1.PodStatus) {
+	w.terminal = true
+	if w.status == nil {
+		w.status, w.apiStatus = api.DeepCopy(), true
+		return
+	}
+	st := w.status.DeepCopy() // readers may hold the old one
+	st.Phase = api.Phase
+	w.status = st
 }
 
 // terminate moves the worker to Terminating, interrupting a sync in
@@ -188,9 +225,16 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	w.mu.Unlock()
 	var execErr error
 	switch {
-	case terminal && (st.ActiveSandbox() != nil || len(st.Running()) > 0):
-		// A finished pod whose stop failed earlier: stop it again.
+	case terminal && running(st):
+		// A finished pod whose stop failed earlier, or one the API shows
+		// finished while it still runs (the agent was down while it was
+		// being stopped): stop it, and report what was stopped.
+		w.dropAPIStatus()
 		execErr = w.killPod(ctx, pod, st, gracePeriod(pod))
+		if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
+			w.log.Error("read pod status from runtime", "err", err)
+			return w.m.cfg.RetryPeriod
+		}
 	case !terminal:
 		w.warnUnsupported(pod)
 		plan := ComputePodActions(pod, st, w.m.backoff)
@@ -267,11 +311,34 @@ func (w *worker) reportFinalStatus(ctx context.Context, pod *v1.Pod, ref runtime
 }
 
 func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus {
+	if kept := w.keptAPIStatus(); kept != nil {
+		return *kept
+	}
 	status := w.computeStatus(pod, st)
 	if w.m.cfg.OnStatus != nil && status.changed {
 		w.m.cfg.OnStatus(pod, status.PodStatus)
 	}
 	return status.PodStatus
+}
+
+// keptAPIStatus is the API's status while the worker has had nothing to
+// do for a pod that was already finished: regenerating it from a runtime
+// whose containers were removed would turn it into a Pending one.
+func (w *worker) keptAPIStatus() *v1.PodStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.apiStatus {
+		return nil
+	}
+	return w.status.DeepCopy()
+}
+
+// dropAPIStatus: the worker stops something, so from now on it reports
+// what it sees (the phase stays the API's: a terminal pod never comes back).
+func (w *worker) dropAPIStatus() {
+	w.mu.Lock()
+	w.apiStatus = false
+	w.mu.Unlock()
 }
 
 type generatedStatus struct {
@@ -374,6 +441,9 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	grace := gracePeriod(pod)
 	if w.orphan {
 		grace = recordedGracePeriod(st)
+	}
+	if running(st) {
+		w.dropAPIStatus()
 	}
 	if err := w.killPod(ctx, pod, st, grace); err != nil {
 		return err
