@@ -10,20 +10,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"runtime/pprof"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 )
 
 var (
-	apiOnly       = flag.Bool("api-only", false, "run only the API server section")
+	apiOnly       = flag.Bool("api-only", false, "run only the API server section (as -only api)")
 	apiSkip       = flag.Bool("skip-api", false, "skip the API server section")
 	apiPods       = flag.Int("api-pods", 10000, "pods in the namespace for the large list (at least 1000)")
 	apiCPUProfile = flag.String("api-cpuprofile", "", "write a CPU profile of the API server section to this file")
@@ -52,57 +45,11 @@ func runAPI(ctx context.Context) (err error) {
 		return fmt.Errorf("-api-pods %d: at least %d", *apiPods, apiBatch)
 	}
 	begin := time.Now()
-	dir, err := os.MkdirTemp("", "nodeagent-bench-api-")
+	cp, err := startControlPlane(ctx, "nodeagent-bench-api-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ports, err := apiFreePorts(3)
-	if err != nil {
-		return err
-	}
-	ready := make(chan struct{})
-	cfg := server.Config{
-		DataDir:        dir,
-		SecurePort:     ports[0],
-		BindAddress:    "127.0.0.1",
-		EtcdClientPort: ports[1],
-		EtcdPeerPort:   ports[2],
-		DisableAgent:   true,
-		// Errors only: under load embedded etcd warns of slow requests.
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		Ready:  ready,
-	}
-	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- server.Run(srvCtx, cfg) }()
-	defer func() {
-		stopServer()
-		if serr := <-srvErr; serr != nil && err == nil {
-			err = fmt.Errorf("API server: %w", serr)
-		}
-	}()
-	select {
-	case <-ready:
-	case serr := <-srvErr:
-		srvErr <- serr // for the deferred stop
-		return fmt.Errorf("API server did not start: %v", serr)
-	case <-time.After(time.Minute):
-		return errors.New("API server not ready after 1m")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	startup := time.Since(begin)
-
-	rc, err := clientcmd.BuildConfigFromFlags("", dir+"/"+server.KubeconfigFile)
-	if err != nil {
-		return err
-	}
-	rc.QPS, rc.Burst = 1e6, 1e6 // QPS 0 would mean client-go's default of 5
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
+	defer func() { err = errors.Join(err, cp.stop()) }()
 
 	if *apiCPUProfile != "" {
 		f, err := os.Create(*apiCPUProfile)
@@ -116,30 +63,11 @@ func runAPI(ctx context.Context) (err error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	r := &apiResult{startup: startup}
-	if err := apiMeasure(ctx, cs, r); err != nil {
+	r := &apiResult{startup: cp.startup}
+	if err := apiMeasure(ctx, cp.admin, r); err != nil {
 		return err
 	}
 	r.total = time.Since(begin)
 	printAPIReport(r)
 	return nil
-}
-
-func apiFreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n { // all held at once: n distinct ports
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -1,10 +1,26 @@
 // Command bench measures what the agent costs on top of the container
-// runtime when it starts static pods, and what it costs to keep running.
+// runtime when it starts static pods, and what it costs to keep running;
+// how long a pod created through the API takes to run; how fast the
+// scheduler binds; and the API server's latencies.
 //
 //	go run ./test/bench -pods 30 -reps 20
+//	go run ./test/bench -only sched,api   # the sections without containerd
 //
-// Everything runs in one process against the dedicated "test" containerd
-// instance (hack/containerd.sh), in this order:
+// Sections, selected with -only (default all), run in this order:
+//
+//   - agent: the agent beside the raw CRI floor for static pods (steps 1-3
+//     below; -pods, -reps, -cpu-window), root and containerd.
+//   - flow: API create -> Running through scheduler and agent, beside the
+//     raw CRI floor in the same run (flow.go; -reps, -flow-pods), root and
+//     containerd.
+//   - sched: scheduler throughput over fake nodes (sched.go; -sched-nodes,
+//     -sched-pods).
+//   - api: the API server (api*.go; -api-pods, -api-cpuprofile; -api-only
+//     and -skip-api are older spellings of -only api and of leaving it out).
+//
+// The agent and flow sections run in one process against the dedicated
+// "test" containerd instance (hack/containerd.sh); each removes its pods
+// and stops its agent before the next. The agent section:
 //
 //  1. Raw CRI floor, measured before any agent runs on the instance (an
 //     agent removes sandboxes it does not know): RunPodSandbox, ImageStatus,
@@ -19,7 +35,6 @@
 //     the same pods from manifests: one at a time ×reps, then -pods
 //     manifests written together.
 //  3. The agent's RSS and CPU time with 0 and with -pods pods running.
-//  4. The API server section (api*.go; -api-only, -skip-api, -api-pods).
 //
 // Why the two sides are comparable: both are timed from the same kind of
 // start point to the same end point, read from the runtime. The start is
@@ -39,12 +54,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
+
+var only = flag.String("only", "", "comma-separated sections to run, of agent, flow, sched, api (default all)")
 
 type options struct {
 	pods    int
@@ -60,6 +79,10 @@ func main() {
 	flag.DurationVar(&o.window, "cpu-window", 10*time.Second, "window over which the agent's CPU time is measured")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "limit for any single wait")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %v\n", flag.Args())
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -73,11 +96,99 @@ func main() {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	if *apiOnly {
-		return interrupted(ctx, runAPI(ctx))
+	secs, err := parseSections(*only)
+	if err != nil {
+		return err
 	}
+	if err := checkFlags(o, secs); err != nil {
+		return err
+	}
+	if secs["agent"] || secs["flow"] {
+		if err := runRuntime(ctx, o, secs); err != nil {
+			return interrupted(ctx, err)
+		}
+		fmt.Println()
+	}
+	if secs["sched"] {
+		if err := runSched(ctx, o); err != nil {
+			return interrupted(ctx, fmt.Errorf("scheduler section: %w", err))
+		}
+		fmt.Println()
+	}
+	if secs["api"] {
+		return interrupted(ctx, runAPI(ctx)) // flags in api.go
+	}
+	return nil
+}
+
+// sectionNames are the sections in the order they run.
+var sectionNames = []string{"agent", "flow", "sched", "api"}
+
+// parseSections reads -only (and the older -api-only and -skip-api).
+func parseSections(list string) (map[string]bool, error) {
+	secs := map[string]bool{}
+	if *apiOnly {
+		if list != "" && list != "api" {
+			return nil, fmt.Errorf("-api-only with -only %s", list)
+		}
+		list = "api"
+	}
+	if list == "" || list == "all" {
+		for _, s := range sectionNames {
+			secs[s] = true
+		}
+	} else {
+		for _, s := range strings.Split(list, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains(sectionNames, s) {
+				return nil, fmt.Errorf("-only %s: unknown section %q (sections: %s)", list, s, strings.Join(sectionNames, ", "))
+			}
+			secs[s] = true
+		}
+	}
+	if *apiSkip {
+		delete(secs, "api")
+	}
+	return secs, nil
+}
+
+// checkFlags refuses values the selected sections cannot use, before
+// anything starts.
+func checkFlags(o options, secs map[string]bool) error {
+	var errs []error
+	if (secs["agent"] || secs["flow"]) && o.reps < 1 {
+		errs = append(errs, fmt.Errorf("-reps %d: at least 1", o.reps))
+	}
+	if secs["agent"] && o.pods < 1 {
+		errs = append(errs, fmt.Errorf("-pods %d: at least 1", o.pods))
+	}
+	if secs["flow"] && (*flowPods < 1 || *flowPods > 110) {
+		errs = append(errs, fmt.Errorf("-flow-pods %d: between 1 and 110 (the node's max pods)", *flowPods))
+	}
+	if secs["sched"] && (*schedNodes < 1 || *schedPods < 1) {
+		errs = append(errs, fmt.Errorf("-sched-nodes %d, -sched-pods %d: at least 1 each", *schedNodes, *schedPods))
+	}
+	if secs["api"] && *apiPods < apiBatch {
+		errs = append(errs, fmt.Errorf("-api-pods %d: at least %d", *apiPods, apiBatch))
+	}
+	return errors.Join(errs...)
+}
+
+// runtimeEnv is what the sections that use the test instance share.
+type runtimeEnv struct {
+	o     options
+	cri   *nart.Client
+	watch *runningWatch
+	bin   string // the agent binary
+	base  string // temporary directory of the run
+}
+
+// runRuntime runs the sections that use the test containerd instance:
+// the agent section, then the flow section. Each stops its agent and
+// removes its pods before the next starts.
+func runRuntime(ctx context.Context, o options, secs map[string]bool) (err error) {
 	if os.Geteuid() != 0 {
-		return errors.New("needs root (containerd, runc, CNI)")
+		return errors.New("the agent and flow sections need root (containerd, runc, CNI); -only sched,api runs without")
 	}
 	var cl cleanups
 	defer func() {
@@ -115,24 +226,44 @@ func run(ctx context.Context, o options) (err error) {
 	cl.add("remove pod cgroups", watch.removePodCgroups)
 	cl.add("sweep the test instance", func(c context.Context) error { return sweepRuntime(c, cri, watch) })
 	go watch.loop(ctx)
-	if err := printHeader(ctx, cri, o); err != nil {
+	if err := printHeader(ctx, cri); err != nil {
 		return err
 	}
+	env := &runtimeEnv{o: o, cri: cri, watch: watch, bin: bin, base: base}
 
-	raw, err := measureRaw(ctx, &cl, cri, watch, base, o)
-	if err != nil {
-		return interrupted(ctx, err)
+	if secs["agent"] {
+		if err := runAgentSection(ctx, env); err != nil {
+			return err
+		}
 	}
-	ag, err := measureAgent(ctx, &cl, cri, watch, bin, base, o)
+	if secs["flow"] {
+		if secs["agent"] {
+			fmt.Println()
+		}
+		if err := runFlow(ctx, env); err != nil {
+			return fmt.Errorf("flow section: %w", err)
+		}
+	}
+	return nil
+}
+
+// runAgentSection measures the raw CRI floor and the agent starting static
+// pods, prints the table, and removes its pods and agent.
+func runAgentSection(ctx context.Context, env *runtimeEnv) error {
+	var cl cleanups // this section's, before the next section uses the instance
+	defer cl.run()
+	o := env.o
+	printAgentHeader(o)
+	raw, err := measureRaw(ctx, &cl, env.cri, env.watch, env.base, o)
 	if err != nil {
-		return interrupted(ctx, err)
+		return err
+	}
+	ag, err := measureAgent(ctx, &cl, env.cri, env.watch, env.bin, env.base, o)
+	if err != nil {
+		return err
 	}
 	printReport(raw, ag, o)
-	if *apiSkip {
-		return nil
-	}
-	fmt.Println()
-	return interrupted(ctx, runAPI(ctx)) // flags in api.go
+	return nil
 }
 
 // interrupted replaces the errors a Ctrl-C causes in the middle of a

@@ -22,7 +22,7 @@ const (
 	targetRSSMiB   = 40
 )
 
-func printHeader(ctx context.Context, cri *nart.Client, o options) error {
+func printHeader(ctx context.Context, cri *nart.Client) error {
 	v, err := cri.Version(ctx, "v1")
 	if err != nil {
 		return err
@@ -33,11 +33,15 @@ func printHeader(ctx context.Context, cri *nart.Client, o options) error {
 	fmt.Printf("runtime:  %s %s (CRI %s), %s, test instance %s\n",
 		v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion, runcVersion(), framework.TestSocket)
 	fmt.Printf("pod:      1 busybox container (sh loop), image %s present, bridge CNI, best-effort\n", framework.BusyboxImage)
-	fmt.Printf("series:   1 pod x %d (+1 untimed warm-up each side), %d pods at once; CRI poll every %s on both sides\n",
+	fmt.Println()
+	return nil
+}
+
+func printAgentHeader(o options) {
+	fmt.Printf("agent section: 1 pod x %d (+1 untimed warm-up each side), %d pods at once; CRI poll every %s on both sides\n",
 		o.reps, o.pods, pollEvery)
 	fmt.Println("clock:    t0 = first CRI call (raw) / manifest rename (agent); end = container StartedAt (CRI ContainerStatus)")
 	fmt.Println()
-	return nil
 }
 
 func printReport(raw series, ag agentResult, o options) {

@@ -1,0 +1,318 @@
+package main
+
+// The flow section: pod creation through the whole product path, API
+// create -> scheduler -> agent -> containerd -> status -> watch.
+//
+//  1. The raw CRI floor for the same work in the same run, with the raw
+//     runner (raw.go): 1 pod x -reps (+1 warm-up), then -flow-pods pods at
+//     once. It runs before the flow's agent exists (an agent removes
+//     sandboxes it does not know).
+//  2. A fresh control plane in this process (cp.go, no agent of its own)
+//     and the agent binary joined to it with a node credential
+//     (server.WriteNodeKubeconfig, --kubeconfig), on the test instance.
+//     Once the node is Ready and untainted: 1 pod x -reps (+1 warm-up),
+//     created through the API without a node name, each deleted again
+//     before the next; then -flow-pods pods created at once from as many
+//     clients. Between rounds every pod has left the API and the runtime
+//     holds no sandbox.
+//
+// t0 is the first CRI call (raw) or the moment the Create request is sent
+// (flow). The flow's end is when a watch of the namespace, opened before
+// the series, delivers the pod with status.phase Running; beside it are
+// when the watch saw it bound and, read from CRI as for the agent section,
+// its container's StartedAt. The raw side's nearest end, "the caller knows
+// it runs", is StartContainer returning.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
+	"github.com/nodeagent/nodeagent/pkg/podworker"
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/test/framework"
+)
+
+var flowPods = flag.Int("flow-pods", 100, "pods created at once in the flow section (the node admits 110)")
+
+const (
+	flowNode      = "bench-flow-node"
+	flowNamespace = "default"
+)
+
+// flowAgentLogPath keeps the flow agent's log after the run.
+var flowAgentLogPath = filepath.Join(os.TempDir(), "nodeagent-bench-flow-agent.log")
+
+// flowTiming is one API pod's way to Running.
+type flowTiming struct {
+	name     string
+	t0       time.Time // Create sent
+	created  time.Time // Create returned
+	bound    time.Time // the watch saw spec.nodeName
+	running  time.Time // the watch saw status.phase Running
+	observed time.Time // the CRI poller saw its container running
+	started  time.Time // container StartedAt from CRI
+}
+
+type flowResult struct {
+	raw           series
+	single, batch []flowTiming
+	cpStartup     time.Duration
+	nodeReady     time.Duration // agent started -> node Ready and untainted
+}
+
+// flowRunner drives the agent through the API.
+type flowRunner struct {
+	cs      kubernetes.Interface
+	cri     *nart.Client
+	watch   *runningWatch
+	tracker *apiTracker
+	timeout time.Duration
+}
+
+func runFlow(ctx context.Context, env *runtimeEnv) error {
+	var cl cleanups // this section's, before the next section uses the instance
+	defer cl.run()
+	o := env.o
+	var res flowResult
+
+	// 1. The raw floor.
+	dns, err := podworker.ParseResolvConf("/etc/resolv.conf")
+	if err != nil {
+		return err
+	}
+	raw := &rawRunner{cri: env.cri, watch: env.watch, dir: filepath.Join(env.base, "flow-raw"), dns: dns,
+		timeout: o.timeout, sandboxes: map[string]*v1.Pod{}}
+	cl.add("remove the flow section's raw CRI pods", raw.removeAll)
+	fmt.Printf("flow: raw CRI, 1 pod x %d (+1 warm-up) ...\n", o.reps)
+	for i, name := range seriesNames("fraw-one", o.reps+1) {
+		t, err := raw.runBatch(ctx, []string{name})
+		if err != nil {
+			return fmt.Errorf("raw CRI: %w", err)
+		}
+		if i > 0 {
+			res.raw.single = append(res.raw.single, t...)
+		}
+	}
+	fmt.Printf("flow: raw CRI, %d pods at once ...\n", *flowPods)
+	if res.raw.batch, err = raw.runBatch(ctx, seriesNames("fraw-burst", *flowPods)); err != nil {
+		return fmt.Errorf("raw CRI: %w", err)
+	}
+	if err := waitNoSandbox(ctx, env.cri, o.timeout); err != nil {
+		return err
+	}
+
+	// 2. Control plane and agent.
+	fmt.Println("flow: starting the control plane and the agent ...")
+	cp, err := startControlPlane(ctx, "nodeagent-bench-flow-")
+	if err != nil {
+		return err
+	}
+	cl.add("stop the flow's control plane", func(context.Context) error { return cp.stop() })
+	res.cpStartup = cp.startup
+	a, err := startFlowAgent(env.bin, env.base, cp)
+	if err != nil {
+		return err
+	}
+	agentUp := time.Now()
+	cl.add("stop the flow's agent", func(ctx context.Context) error { return stopFlowAgent(ctx, a, cp.admin, env.cri) })
+	if err := waitNodeReady(ctx, cp.admin, o.timeout); err != nil {
+		return err
+	}
+	res.nodeReady = time.Since(agentUp)
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	tr, err := trackPods(trackCtx, cp.admin, flowNamespace)
+	if err != nil {
+		return err
+	}
+	f := &flowRunner{cs: cp.admin, cri: env.cri, watch: env.watch, tracker: tr, timeout: o.timeout}
+
+	// 3. The series.
+	fmt.Printf("flow: API, 1 pod x %d (+1 warm-up) ...\n", o.reps)
+	for i, name := range seriesNames("flow-one", o.reps+1) {
+		t, err := f.round(ctx, []string{name})
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			res.single = append(res.single, t...)
+		}
+	}
+	fmt.Printf("flow: API, %d pods at once ...\n", *flowPods)
+	if res.batch, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
+		return err
+	}
+	printFlowReport(&res, o)
+	return nil
+}
+
+// startFlowAgent runs the agent binary with a node credential for
+// flowNode.
+func startFlowAgent(bin, base string, cp *controlPlane) (*framework.Agent, error) {
+	dir := filepath.Join(base, "flow-agent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "node.kubeconfig")
+	if err := server.WriteNodeKubeconfig(cp.dir, flowNode, cp.url, kubeconfig); err != nil {
+		return nil, fmt.Errorf("node credential: %w", err)
+	}
+	a, err := framework.NewAgent(bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	a.NodeName = flowNode
+	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
+	if err := a.Start(); err != nil {
+		err = errors.Join(err, a.Stop()) // it may run without answering
+		_ = os.WriteFile(flowAgentLogPath, []byte(a.Logs()), 0o644)
+		return nil, fmt.Errorf("flow agent: %w (log: %s)", err, flowAgentLogPath)
+	}
+	return a, nil
+}
+
+// stopFlowAgent deletes every pod of the namespace through the API at
+// once (grace 0), lets the agent remove their sandboxes, stops the agent
+// and keeps its log. The run's sweep removes whatever is left.
+func stopFlowAgent(ctx context.Context, a *framework.Agent, cs kubernetes.Interface, cri *nart.Client) error {
+	zero := int64(0)
+	err := cs.CoreV1().Pods(flowNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	if err == nil {
+		err = waitNoSandbox(ctx, cri, time.Minute)
+	}
+	err = errors.Join(err, a.Stop())
+	if werr := os.WriteFile(flowAgentLogPath, []byte(a.Logs()), 0o644); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return err
+}
+
+// waitNodeReady waits until the agent's node is Ready, schedulable and
+// carries no NoSchedule or NoExecute taint, so the scheduler can place
+// pods on it.
+func waitNodeReady(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "not registered"
+	for {
+		n, err := cs.CoreV1().Nodes().Get(ctx, flowNode, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			ready := slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
+				return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+			})
+			blocking := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Effect != v1.TaintEffectPreferNoSchedule })
+			if ready && !blocking && !n.Spec.Unschedulable {
+				return nil
+			}
+			last = fmt.Sprintf("conditions %+v, taints %+v, unschedulable %t", n.Status.Conditions, n.Spec.Taints, n.Spec.Unschedulable)
+		case !apierrors.IsNotFound(err):
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not Ready and untainted after %s: %s", flowNode, timeout, last)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// waitNoSandbox waits until the test instance holds no sandbox.
+func waitNoSandbox(ctx context.Context, cri *nart.Client, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		sbs, err := cri.ListPodSandbox(ctx, nil)
+		if err == nil && len(sbs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the runtime still holds %d sandbox(es) after %s (err: %v)", len(sbs), timeout, err)
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// flowPod is benchPod as an API pod for the scheduler to place.
+func flowPod(name string) *v1.Pod {
+	p := benchPod(name)
+	p.Namespace = flowNamespace
+	return p
+}
+
+// round creates the named pods at once, waits until the watch has seen
+// every one Running, reads their containers' StartedAt, deletes them and
+// waits until they have left the API and the runtime.
+func (f *flowRunner) round(ctx context.Context, names []string) ([]flowTiming, error) {
+	t, err := f.start(ctx, names)
+	return t, errors.Join(err, f.remove(ctx, names))
+}
+
+func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, error) {
+	pods := make([]*v1.Pod, len(names))
+	for i, n := range names {
+		pods[i] = flowPod(n)
+	}
+	c, err := createPods(ctx, f.cs, flowNamespace, pods, len(pods), f.timeout)
+	if err != nil {
+		return nil, err
+	}
+	seen, err := f.tracker.wait(ctx, names, "Running (watch)", isRunning, f.timeout)
+	if err != nil {
+		return nil, err
+	}
+	sightings, err := f.watch.wait(ctx, names, f.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("CRI poll: %w", err)
+	}
+	timings := make([]flowTiming, len(names))
+	for i, n := range names {
+		s := seen[n]
+		if s.node != flowNode {
+			return nil, fmt.Errorf("pod %s bound to %q, want %s", n, s.node, flowNode)
+		}
+		timings[i] = flowTiming{name: n, t0: c.sent[i], created: c.returned[i], bound: s.bound, running: s.running,
+			observed: sightings[n].at}
+		if timings[i].started, err = startedAt(ctx, f.cri, sightings[n].containerID); err != nil {
+			return nil, err
+		}
+	}
+	return timings, nil
+}
+
+// remove deletes the pods with their grace period (the agent confirms the
+// deletion once their containers stopped) and waits until the watch saw
+// them go and the runtime holds no sandbox.
+func (f *flowRunner) remove(ctx context.Context, names []string) error {
+	var errs []error
+	var deleted []string // a pod never created is not waited for
+	for _, n := range names {
+		err := f.cs.CoreV1().Pods(flowNamespace).Delete(ctx, n, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			deleted = append(deleted, n)
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("delete pod %s: %w", n, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if _, err := f.tracker.wait(ctx, deleted, "deleted from the API", isGone, f.timeout); err != nil {
+		return err
+	}
+	return waitNoSandbox(ctx, f.cri, f.timeout)
+}
