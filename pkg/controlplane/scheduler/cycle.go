@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -30,8 +29,8 @@ func (s *Scheduler) processNext(ctx context.Context) bool {
 
 	ns, name := splitKey(k)
 	pod, err := s.pods.Pods(ns).Get(name)
-	if err != nil || !s.responsible(pod) {
-		s.queue.Forget(k) // gone, bound, or no longer ours
+	if err != nil || !s.responsible(pod) || s.isAssumed(pod.UID) {
+		s.queue.Forget(k) // gone, bound or being bound, or no longer ours
 		return true
 	}
 	log := s.log.With("pod", k)
@@ -125,7 +124,9 @@ func selectHost(pod *v1.Pod, nodes []*nodeInfo, pick func(n int) int) (string, s
 }
 
 // scheduleOne places pod; it returns an *unschedulableError when no node
-// fits, after recording that on the pod.
+// fits, after recording that on the pod. The pod is assumed on its node at
+// once, so that the next cycles count it, and bound in the background, as
+// upstream's binding cycle: one slow bind does not hold the queue.
 func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 	nodes, err := s.snapshot()
 	if err != nil {
@@ -136,21 +137,35 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 		s.reportUnschedulable(ctx, pod, fitErr)
 		return &unschedulableError{fitErr}
 	}
+	s.assume(pod, node)
+	s.binds.Go(func() { s.bind(ctx, pod, node) })
+	return nil
+}
+
+// bind posts the binding; a failure forgets the assumption and queues the
+// pod again with back-off.
+func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string) {
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	err = s.client.CoreV1().Pods(pod.Namespace).Bind(callCtx, &v1.Binding{
+	err := s.client.CoreV1().Pods(pod.Namespace).Bind(callCtx, &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		s.forgetAssumed(pod.UID)
 		s.log.Info("pod bound or deleted meanwhile; dropped", "pod", key(pod), "err", err)
-		return nil
+		return
 	case err != nil:
+		s.forgetAssumed(pod.UID)
+		if ctx.Err() != nil {
+			return
+		}
 		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
-		return fmt.Errorf("bind to %s: %w", node, err)
+		s.log.Warn("binding pod failed; retrying", "pod", key(pod), "node", node, "err", err)
+		s.queue.AddRateLimited(key(pod))
+		return
 	}
-	s.assume(pod, node)
 	s.log.Info("pod scheduled", "pod", key(pod), "node", node)
 	s.recorder.Eventf(pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
 	if c := podScheduledCondition(pod); c != nil && c.Status != v1.ConditionTrue {
@@ -158,7 +173,6 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 		// in case the API server's binding does not.
 		s.patchPodScheduled(ctx, pod, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 	}
-	return nil
 }
 
 // reportUnschedulable records the FailedScheduling event and sets

@@ -71,7 +71,8 @@ type Scheduler struct {
 	parked     map[string]time.Time // unschedulable pod key → end of its backoff
 	moves      uint64               // cluster changes seen, to catch those during a cycle
 	assumed    map[types.UID]assumedPod
-	randSource *rand.Rand // used by the single worker only
+	binds      sync.WaitGroup // bindings in flight
+	randSource *rand.Rand     // used by the single worker only
 }
 
 type assumedPod struct {
@@ -131,7 +132,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 func (s *Scheduler) run(ctx context.Context) error {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	// Not tied to ctx: events of bindings finishing after ctx ends are
+	// still sent before Shutdown.
+	broadcaster := record.NewBroadcaster()
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	s.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: s.cfg.SchedulerName})
@@ -183,6 +186,7 @@ func (s *Scheduler) run(ctx context.Context) error {
 	for s.processNext(ctx) {
 	}
 	wg.Wait()
+	s.binds.Wait()
 	s.log.Info("scheduler stopped")
 	return nil
 }
@@ -328,6 +332,14 @@ func (s *Scheduler) assume(pod *v1.Pod, node string) {
 	s.mu.Lock()
 	s.assumed[p.UID] = assumedPod{pod: p, expires: time.Now().Add(assumedTTL)}
 	s.mu.Unlock()
+}
+
+// isAssumed: the pod's binding is in flight (or done and not seen yet).
+func (s *Scheduler) isAssumed(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.assumed[uid]
+	return ok && time.Now().Before(a.expires)
 }
 
 func (s *Scheduler) forgetAssumed(uid types.UID) {
