@@ -247,3 +247,30 @@ func (c *Client) PullImage(ctx context.Context, image *criv1.ImageSpec, auth *cr
 // ImageServiceClient exposes the raw image service for tools and tests
 // that need calls the agent does not make (RemoveImage).
 func (c *Client) ImageServiceClient() criv1.ImageServiceClient { return c.img }
+
+// ExecResult is the outcome of a command run with ExecSync.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// ExecSync runs cmd in a running container and waits for it. The runtime
+// enforces timeout (0: none); the call's own deadline adds the client's
+// timeout so that the runtime can report the timeout itself, as the
+// kubelet's remote runtime does.
+func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*ExecResult, error) {
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, c.timeout+timeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	resp, err := c.rt.ExecSync(ctx, &criv1.ExecSyncRequest{
+		ContainerId: id, Cmd: cmd, Timeout: int64(timeout.Round(time.Second) / time.Second),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	return &ExecResult{Stdout: resp.Stdout, Stderr: resp.Stderr, ExitCode: resp.ExitCode}, nil
+}

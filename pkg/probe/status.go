@@ -1,0 +1,67 @@
+package probe
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// UpdatePodStatus sets Started and Ready of the pod's running containers
+// (and sidecars) from the cached results, as upstream's prober manager: a
+// container is started once its startup probe succeeded (at once without
+// one), and ready once started and its readiness probe succeeded (at once
+// without one). A readiness probe that has not reported yet is triggered.
+func (m *Manager) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
+	for i := range s.ContainerStatuses {
+		m.updateContainer(pod.UID, &s.ContainerStatuses[i])
+	}
+	for i := range s.InitContainerStatuses {
+		if isSidecar(pod, s.InitContainerStatuses[i].Name) {
+			m.updateContainer(pod.UID, &s.InitContainerStatuses[i])
+		}
+	}
+}
+
+func (m *Manager) updateContainer(uid types.UID, c *v1.ContainerStatus) {
+	started := false
+	if c.State.Running != nil {
+		if r, ok := m.Get(Startup, c.ContainerID); ok {
+			started = r == Success
+		} else {
+			started = !m.hasWorker(uid, c.Name, Startup)
+		}
+	}
+	c.Started = &started
+	ready := false
+	if started {
+		if r, ok := m.Get(Readiness, c.ContainerID); ok && r == Success {
+			ready = true
+		} else if w := m.worker(uid, c.Name, Readiness); w == nil {
+			ready = true
+		} else {
+			select { // probe now rather than a period later
+			case w.trigger <- struct{}{}:
+			default:
+			}
+		}
+	}
+	c.Ready = ready
+}
+
+func isSidecar(pod *v1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}
+
+func (m *Manager) worker(uid types.UID, name string, k Kind) *worker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers[workerKey{uid, name, k}]
+}
+
+func (m *Manager) hasWorker(uid types.UID, name string, k Kind) bool {
+	return m.worker(uid, name, k) != nil
+}
