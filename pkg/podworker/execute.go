@@ -180,6 +180,11 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	w.clearWaiting(c.Name)
 	w.m.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	podIP := ""
+	if len(t.podIPs) > 0 {
+		podIP = t.podIPs[0]
+	}
+	w.runPostStart(ctx, pod, c, id, podIP)
 }
 
 func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget, imageRef string, restartCount int) (_ string, retErr error) {
@@ -292,8 +297,13 @@ func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g := grace
+			if k.Grace != nil {
+				g = max(*k.Grace, minGracePeriod)
+			}
 			w.m.events.Eventf(pod, v1.EventTypeNormal, "Killing", "%s", k.Message)
-			if err := w.m.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !runtime.IsNotFound(err) {
+			g = w.runPreStop(ctx, pod, k.Name, id, g)
+			if err := w.m.cfg.Runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
 				w.log.Error("stop container failed", "container", k.Name, "err", err)
 			}
 		}()

@@ -3,6 +3,8 @@ package podworker
 import (
 	"context"
 	"errors"
+	"github.com/nodeagent/nodeagent/pkg/lifecycle"
+	"github.com/nodeagent/nodeagent/pkg/probe"
 	"log/slog"
 	"sort"
 	"sync"
@@ -86,6 +88,8 @@ type Manager struct {
 	events  EventRecorder
 	backoff *flowcontrol.Backoff
 	puller  *puller
+	probes  *probe.Manager
+	hooks   *lifecycle.Runner
 	now     func() time.Time
 
 	mu      sync.Mutex
@@ -139,6 +143,9 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]*v1.PodStatus{},
 		ready:    make(chan struct{}),
 	}
+	ex := execer(cfg.Runtime)
+	m.probes = probe.NewManager(probe.Config{Exec: ex, Events: cfg.Events, OnChange: m.wakeWorker, Logger: cfg.Logger})
+	m.hooks = &lifecycle.Runner{Exec: ex}
 	m.puller = &puller{
 		images:  cfg.Images,
 		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
@@ -162,6 +169,7 @@ func (m *Manager) Ready() <-chan struct{} { return m.ready }
 func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan types.UID) error {
 	house := time.NewTicker(m.cfg.HousekeepingPeriod)
 	defer house.Stop()
+	defer m.probes.Close() // after the workers
 	defer m.wg.Wait()
 	for {
 		select {
@@ -298,6 +306,7 @@ func (m *Manager) forget(ctx context.Context, w *worker) {
 	defer m.mu.Unlock()
 	if m.workers[w.uid] == w {
 		delete(m.workers, w.uid)
+		m.probes.RemovePod(w.uid)
 	}
 	p, ok := m.desired[w.uid]
 	switch {

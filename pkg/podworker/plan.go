@@ -40,6 +40,9 @@ type Plan struct {
 type KillReason struct {
 	Name    string
 	Message string
+	// Grace overrides the pod's grace period (a probe's
+	// terminationGracePeriodSeconds).
+	Grace *int64
 }
 
 // BackoffChecker answers whether a restart keyed by id, for a container
@@ -95,8 +98,9 @@ func (p Plan) Empty() bool {
 }
 
 // ComputePodActions decides what a sync must do, from the pod's spec, the
-// runtime's view of it and the restart back-off. It is pure.
-func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker) Plan {
+// runtime's view of it, the restart back-off and the probe results (nil:
+// none). It is pure.
+func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults) Plan {
 	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}}
 	create, attempt, sandboxID := sandboxChanged(pod, st)
 	if create {
@@ -128,6 +132,16 @@ func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker) Pl
 		if cs.Hash != runtime.HashContainer(c) {
 			p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
 			p.ContainersToStart = append(p.ContainersToStart, i)
+			continue
+		}
+		if msg, grace, failed := probeKill(c, cs, probes); failed {
+			// As upstream: killed, and started again at once unless the
+			// pod never restarts (the back-off applies from the next exit).
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				msg += ", will be restarted"
+				p.ContainersToStart = append(p.ContainersToStart, i)
+			}
+			p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: msg, Grace: grace}
 			continue
 		}
 		keep++

@@ -30,7 +30,7 @@ func TestPlanInitContainersRunAgainInANewSandbox(t *testing.T) {
 	addInit(st, "init2", criv1.ContainerState_CONTAINER_EXITED, 0)
 	newSandboxAfter(st)
 
-	got := viewOf(ComputePodActions(pod, st, nil))
+	got := viewOf(ComputePodActions(pod, st, nil, nil))
 	want := planView{SandboxID: "sb1", InitToStart: 0}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plan %+v, want %+v (init containers of the old sandbox do not count)", got, want)
@@ -38,7 +38,7 @@ func TestPlanInitContainersRunAgainInANewSandbox(t *testing.T) {
 	// init1 done in the new sandbox: init2 next, still not the app.
 	st.Containers = append([]*runtime.ContainerStatus{{ID: "i1b", SandboxID: "sb1", Name: "init1",
 		State: criv1.ContainerState_CONTAINER_EXITED}}, st.Containers...)
-	if got := viewOf(ComputePodActions(pod, st, nil)); got.InitToStart != 1 || got.Start != nil {
+	if got := viewOf(ComputePodActions(pod, st, nil, nil)); got.InitToStart != 1 || got.Start != nil {
 		t.Errorf("plan %+v, want init2 next", got)
 	}
 }
@@ -47,11 +47,11 @@ func TestPlanSandboxHashChangeRecreatesTheSandbox(t *testing.T) {
 	pod := planBasePod()
 	st := planBaseStatus(pod)
 	st.Sandboxes[0].Hash = runtime.HashSandbox(pod)
-	if p := ComputePodActions(pod, st, nil); !p.Empty() {
+	if p := ComputePodActions(pod, st, nil, nil); !p.Empty() {
 		t.Fatalf("same pod-level spec: %s", p)
 	}
 	pod.Spec.HostNetwork = true
-	p := ComputePodActions(pod, st, nil)
+	p := ComputePodActions(pod, st, nil, nil)
 	if !p.KillPod || !p.CreateSandbox || p.Attempt != 1 {
 		t.Errorf("hostNetwork changed: %s, want kill and a new sandbox", p)
 	}
@@ -59,13 +59,13 @@ func TestPlanSandboxHashChangeRecreatesTheSandbox(t *testing.T) {
 	pod = planBasePod()
 	st.Sandboxes[0].Hash = runtime.HashSandbox(pod)
 	pod.Spec.Containers[0].Image = "busybox:2"
-	if p := ComputePodActions(pod, st, nil); p.CreateSandbox {
+	if p := ComputePodActions(pod, st, nil, nil); p.CreateSandbox {
 		t.Errorf("image change recreated the sandbox: %s", p)
 	}
 	// An unknown hash (another agent's sandbox) is left alone.
 	st.Sandboxes[0].Hash = ""
 	pod.Spec.HostNetwork = true
-	if p := ComputePodActions(pod, st, nil); p.CreateSandbox {
+	if p := ComputePodActions(pod, st, nil, nil); p.CreateSandbox {
 		t.Errorf("sandbox without a hash recreated: %s", p)
 	}
 }
@@ -76,7 +76,7 @@ func TestPlanNewSandboxHonoursBackoff(t *testing.T) {
 	exited(st, "foo1", 1)
 	exited(st, "foo2", 1)
 	st.Sandboxes[0].State = criv1.PodSandboxState_SANDBOX_NOTREADY
-	p := ComputePodActions(pod, st, alwaysBackoff(20*time.Second))
+	p := ComputePodActions(pod, st, alwaysBackoff(20*time.Second), nil)
 	if !p.CreateSandbox || len(p.ContainersToStart) != 0 || len(p.BackingOff) != 2 {
 		t.Errorf("plan %s: want a new sandbox with both containers backing off", p)
 	}

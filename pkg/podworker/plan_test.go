@@ -1,6 +1,7 @@
 package podworker
 
 import (
+	"github.com/nodeagent/nodeagent/pkg/probe"
 	"reflect"
 	"sort"
 	"strings"
@@ -365,7 +366,7 @@ func TestComputePodActions(t *testing.T) {
 			if tc.status != nil {
 				tc.status(st)
 			}
-			plan := ComputePodActions(pod, st, tc.backoff)
+			plan := ComputePodActions(pod, st, tc.backoff, nil)
 			if got := viewOf(plan); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("plan mismatch\n got: %+v\nwant: %+v\n(%s)", got, tc.want, plan)
 			}
@@ -377,7 +378,7 @@ func TestComputePodActionsKillMessage(t *testing.T) {
 	pod := planBasePod()
 	st := planBaseStatus(pod)
 	st.Containers[0].Hash = "stale"
-	plan := ComputePodActions(pod, st, nil)
+	plan := ComputePodActions(pod, st, nil, nil)
 	if got, want := plan.ContainersToKill["id-foo1"].Message, "Container foo1 definition changed, will be restarted"; got != want {
 		t.Errorf("kill message = %q, want %q", got, want)
 	}
@@ -393,7 +394,7 @@ func TestComputePodActionsBackoffQuery(t *testing.T) {
 		IsInBackOffSinceF: func(id string, t time.Time) bool { gotKey, gotTime = id, t; return true },
 		GetF:              func(string) time.Duration { return 80 * time.Second },
 	}
-	plan := ComputePodActions(pod, st, bo)
+	plan := ComputePodActions(pod, st, bo, nil)
 	wantKey := "foo_new_12345678_foo2_" + runtime.HashContainer(&pod.Spec.Containers[1])
 	if gotKey != wantKey || !gotTime.Equal(planFinished) {
 		t.Errorf("back-off asked for (%q, %v), want (%q, %v)", gotKey, gotTime, wantKey, planFinished)
@@ -403,7 +404,7 @@ func TestComputePodActionsBackoffQuery(t *testing.T) {
 	}
 	// A changed spec gets a fresh back-off key.
 	pod.Spec.Containers[1].Image = "alpine:4"
-	ComputePodActions(pod, st, bo)
+	ComputePodActions(pod, st, bo, nil)
 	if gotKey == wantKey {
 		t.Errorf("back-off key did not change with the container spec: %q", gotKey)
 	}
@@ -414,8 +415,8 @@ func TestComputePodActionsIsPure(t *testing.T) {
 	st := planBaseStatus(pod)
 	exited(st, "foo1", 1)
 	podBefore, stBefore := pod.DeepCopy(), *st.Containers[0]
-	first := ComputePodActions(pod, st, nil)
-	second := ComputePodActions(pod, st, nil)
+	first := ComputePodActions(pod, st, nil, nil)
+	second := ComputePodActions(pod, st, nil, nil)
 	if !reflect.DeepEqual(first, second) {
 		t.Errorf("two calls differ: %v vs %v", first, second)
 	}
@@ -476,7 +477,66 @@ func TestPlanEmpty(t *testing.T) {
 	}
 	// The planner's own result for a steady pod is empty.
 	pod := planBasePod()
-	if p := ComputePodActions(pod, planBaseStatus(pod), nil); !p.Empty() || !strings.Contains(p.String(), "nothing") {
+	if p := ComputePodActions(pod, planBaseStatus(pod), nil, nil); !p.Empty() || !strings.Contains(p.String(), "nothing") {
 		t.Errorf("steady pod plan = %s, want empty", p)
+	}
+}
+
+// fakeProbes answers probe results per kind and container ID.
+type fakeProbes map[probe.Kind]map[string]probe.Result
+
+func (f fakeProbes) Get(k probe.Kind, id string) (probe.Result, bool) {
+	r, ok := f[k][id]
+	return r, ok
+}
+
+func TestComputePodActionsProbeFailures(t *testing.T) {
+	grace := int64(7)
+	for _, tc := range []struct {
+		name    string
+		policy  v1.RestartPolicy
+		probes  fakeProbes
+		kill    string
+		restart bool
+		grace   *int64
+	}{
+		{"liveness failure restarts", v1.RestartPolicyAlways,
+			fakeProbes{probe.Liveness: {"id-foo1": probe.Failure}}, "Container foo1 failed liveness probe, will be restarted", true, &grace},
+		{"liveness failure with OnFailure restarts", v1.RestartPolicyOnFailure,
+			fakeProbes{probe.Liveness: {"id-foo1": probe.Failure}}, "Container foo1 failed liveness probe, will be restarted", true, &grace},
+		{"liveness failure with Never only kills", v1.RestartPolicyNever,
+			fakeProbes{probe.Liveness: {"id-foo1": probe.Failure}}, "Container foo1 failed liveness probe", false, &grace},
+		{"startup failure restarts", v1.RestartPolicyAlways,
+			fakeProbes{probe.Startup: {"id-foo1": probe.Failure}}, "Container foo1 failed startup probe, will be restarted", true, nil},
+		{"liveness success keeps", v1.RestartPolicyAlways,
+			fakeProbes{probe.Liveness: {"id-foo1": probe.Success}, probe.Startup: {"id-foo1": probe.Unknown}}, "", false, nil},
+		{"readiness failure keeps", v1.RestartPolicyAlways,
+			fakeProbes{probe.Readiness: {"id-foo1": probe.Failure}}, "", false, nil},
+		{"another container's failure", v1.RestartPolicyAlways,
+			fakeProbes{probe.Liveness: {"id-other": probe.Failure}}, "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := planBasePod()
+			pod.Spec.RestartPolicy = tc.policy
+			pod.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: &grace}
+			st := planBaseStatus(pod)
+			plan := ComputePodActions(pod, st, nil, tc.probes)
+			k, killed := plan.ContainersToKill["id-foo1"]
+			if tc.kill == "" {
+				if killed || len(plan.ContainersToStart) > 0 {
+					t.Fatalf("plan %s: want nothing for foo1", plan)
+				}
+				return
+			}
+			if !killed || k.Message != tc.kill {
+				t.Fatalf("kill = %+v (killed %v), want message %q", k, killed, tc.kill)
+			}
+			if (k.Grace == nil) != (tc.grace == nil) || (k.Grace != nil && *k.Grace != *tc.grace) {
+				t.Errorf("kill grace = %v, want %v", k.Grace, tc.grace)
+			}
+			if restarted := reflect.DeepEqual(plan.ContainersToStart, []int{0}); restarted != tc.restart {
+				t.Errorf("ContainersToStart = %v, want restart %v", plan.ContainersToStart, tc.restart)
+			}
+		})
 	}
 }

@@ -35,6 +35,9 @@ type StatusInput struct {
 	Terminal bool
 	// TermMessage reads a finished container's termination message.
 	TermMessage func(c *v1.Container, cs *runtime.ContainerStatus) string
+	// Probes, when set, fills the containers' Started and Ready from the
+	// probe results (before the pod's conditions are derived from them).
+	Probes func(pod *v1.Pod, s *v1.PodStatus)
 }
 
 // GenerateStatus computes the pod's API status the way the kubelet does.
@@ -73,6 +76,9 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 	s.Phase = podPhase(pod, initDone(pod, in.Runtime), s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Old != nil && isTerminal(in.Old.Phase) {
 		s.Phase = in.Old.Phase // a terminal pod never comes back
+	}
+	if in.Probes != nil && !in.Terminal {
+		in.Probes(pod, &s)
 	}
 	s.Conditions = conditions(in, s)
 	return s
@@ -125,8 +131,9 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 	}
 	started := running
 	cs.Started = &started
-	// Without a readiness probe (issue: probes) a running container is
-	// ready; an init container is ready once it has succeeded.
+	// A running container is started and ready unless its probes say
+	// otherwise (StatusInput.Probes); an init container is ready once it
+	// has succeeded.
 	cs.Ready = running && !in.Terminal
 	if init {
 		cs.Ready = succeeded(rt)

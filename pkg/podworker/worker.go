@@ -129,6 +129,7 @@ func (w *worker) finishedElsewhereLocked(api v1.PodStatus) {
 // terminate moves the worker to Terminating, interrupting a sync in
 // progress; the worker then stops the pod and exits.
 func (w *worker) terminate() {
+	w.m.probes.StopLivenessAndStartup(w.uid) // a container being stopped is not killed again
 	w.mu.Lock()
 	if w.state == Syncing {
 		w.state = Terminating
@@ -237,7 +238,8 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		}
 	case !terminal:
 		w.warnUnsupported(pod)
-		plan := ComputePodActions(pod, st, w.m.backoff)
+		w.m.probes.AddPod(pod)
+		plan := ComputePodActions(pod, st, w.m.backoff, w.m.probes)
 		if plan.Empty() {
 			break
 		}
@@ -271,15 +273,9 @@ func (w *worker) warnUnsupported(pod *v1.Pod) {
 	if len(pod.Spec.Volumes) > 0 {
 		missing = append(missing, "volumes")
 	}
-	for _, c := range allContainers(pod) {
-		if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
-			missing = append(missing, "probes")
-			break
-		}
-	}
-	for _, c := range allContainers(pod) {
-		if c.Lifecycle != nil {
-			missing = append(missing, "lifecycle hooks")
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			missing = append(missing, "sidecar containers (they run as ordinary init containers)")
 			break
 		}
 	}
@@ -357,6 +353,7 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 		Pod: pod, Runtime: st, Old: w.status, Waiting: waiting,
 		HostIP: w.m.cfg.NodeIP, RuntimeName: w.m.cfg.RuntimeName, StartTime: w.startTime, Now: w.m.now(),
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
+		Probes: w.m.probes.UpdatePodStatus,
 	})
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
 	w.status = &status
@@ -369,6 +366,7 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	w.mu.Lock()
 	w.terminal = true
 	w.mu.Unlock()
+	w.m.probes.RemovePod(w.uid)
 	w.log.Info("pod finished", "phase", w.Status().Phase)
 	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
 		w.log.Error("stop finished pod", "err", err)

@@ -9,19 +9,29 @@ import (
 // (and sidecars) from the cached results, as upstream's prober manager: a
 // container is started once its startup probe succeeded (at once without
 // one), and ready once started and its readiness probe succeeded (at once
-// without one). A readiness probe that has not reported yet is triggered.
+// without one). It then records s as the pod's status (SetPodStatus) and
+// triggers the readiness probes that have not reported yet, so that they
+// see the container started.
 func (m *Manager) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
+	var trigger []*worker
 	for i := range s.ContainerStatuses {
-		m.updateContainer(pod.UID, &s.ContainerStatuses[i])
+		trigger = m.updateContainer(pod.UID, &s.ContainerStatuses[i], trigger)
 	}
 	for i := range s.InitContainerStatuses {
 		if isSidecar(pod, s.InitContainerStatuses[i].Name) {
-			m.updateContainer(pod.UID, &s.InitContainerStatuses[i])
+			trigger = m.updateContainer(pod.UID, &s.InitContainerStatuses[i], trigger)
+		}
+	}
+	m.SetPodStatus(pod.UID, s)
+	for _, w := range trigger {
+		select { // probe now rather than a period later
+		case w.trigger <- struct{}{}:
+		default:
 		}
 	}
 }
 
-func (m *Manager) updateContainer(uid types.UID, c *v1.ContainerStatus) {
+func (m *Manager) updateContainer(uid types.UID, c *v1.ContainerStatus, trigger []*worker) []*worker {
 	started := false
 	if c.State.Running != nil {
 		if r, ok := m.Get(Startup, c.ContainerID); ok {
@@ -38,13 +48,11 @@ func (m *Manager) updateContainer(uid types.UID, c *v1.ContainerStatus) {
 		} else if w := m.worker(uid, c.Name, Readiness); w == nil {
 			ready = true
 		} else {
-			select { // probe now rather than a period later
-			case w.trigger <- struct{}{}:
-			default:
-			}
+			trigger = append(trigger, w)
 		}
 	}
 	c.Ready = ready
+	return trigger
 }
 
 func isSidecar(pod *v1.Pod, name string) bool {

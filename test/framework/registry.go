@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -63,7 +67,6 @@ func (r *Registry) PushBusybox(repo, tag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ref := fmt.Sprintf("%s/%s:%s", r.Host, repo, tag)
 	// A distinct image ID per reference: the CRI removes an image with all
 	// its tags, so a pushed copy identical to the imported busybox would
 	// take that one with it when a test removes what it pulled.
@@ -76,6 +79,12 @@ func (r *Registry) PushBusybox(repo, tag string) (string, error) {
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return "", err
 	}
+	return r.Push(repo, tag, img)
+}
+
+// Push pushes img as <host>/<repo>:<tag> and returns that reference.
+func (r *Registry) Push(repo, tag string, img v1.Image) (string, error) {
+	ref := fmt.Sprintf("%s/%s:%s", r.Host, repo, tag)
 	parsed, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
@@ -85,4 +94,30 @@ func (r *Registry) PushBusybox(repo, tag string) (string, error) {
 		return "", fmt.Errorf("push %s: %w", ref, err)
 	}
 	return ref, nil
+}
+
+// GoImage builds the Go command in pkg (a package path under the
+// repository, e.g. "./test/images/grpchealth") as a static binary and
+// returns an image holding only it, as /<base name of pkg>, its entrypoint,
+// and an empty /tmp.
+func GoImage(pkg string) (v1.Image, error) {
+	dir, err := os.MkdirTemp("", "nodeagent-goimage")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+	}
+	content, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	path := "/" + filepath.Base(pkg)
+	return imagebuild.FromFiles([]imagebuild.File{{Path: path, Mode: 0o755, Content: content}, {Path: "/tmp/", Mode: 0o1777}},
+		imagebuild.WithEntrypoint(path))
 }
