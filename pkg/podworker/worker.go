@@ -42,17 +42,20 @@ type worker struct {
 	log    *slog.Logger
 	notify chan struct{}
 
-	mu        sync.Mutex
-	pod       *v1.Pod
-	state     State
-	status    *v1.PodStatus
-	waiting   map[string]Waiting
-	terminal  bool // finished for good (Succeeded/Failed)
-	apiStatus bool // status is the API's, kept while nothing of the pod runs
-	orphan    bool // known from the runtime only: no spec
-	warned    bool // unsupported features reported
-	startTime time.Time
-	synced    chan struct{} // closed after the first sync
+	mu       sync.Mutex
+	pod      *v1.Pod
+	state    State
+	status   *v1.PodStatus
+	waiting  map[string]Waiting
+	terminal bool // finished for good (Succeeded/Failed)
+	// failReason and failMessage fail the pod whatever its containers do
+	// (activeDeadlineSeconds passed).
+	failReason, failMessage string
+	apiStatus               bool // status is the API's, kept while nothing of the pod runs
+	orphan                  bool // known from the runtime only: no spec
+	warned                  bool // unsupported features reported
+	startTime               time.Time
+	synced                  chan struct{} // closed after the first sync
 
 	cancelSync context.CancelFunc // interrupts the sync in progress
 }
@@ -236,7 +239,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.m.cfg.RetryPeriod
 		}
-	case !terminal:
+	case !terminal && !w.checkDeadline(pod):
 		w.warnUnsupported(pod)
 		w.m.probes.AddPod(pod)
 		plan := ComputePodActions(pod, st, w.m.backoff, w.m.probes)
@@ -355,6 +358,7 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
 		Probes: w.m.probes.UpdatePodStatus,
 	})
+	w.applyFailureLocked(&status)
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
 	w.status = &status
 	return generatedStatus{status, changed}
@@ -378,6 +382,9 @@ func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
 	next := w.m.cfg.ResyncPeriod
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if left, ok := untilDeadline(pod, w.startTime, w.m.now()); ok && !w.terminal && left < next {
+		next = max(left, 0)
+	}
 	for name, wt := range w.waiting {
 		var d time.Duration
 		switch wt.Reason {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/test/framework"
 )
@@ -229,5 +230,44 @@ func TestCompletedPodRerunsWhenManifestChanges(t *testing.T) {
 	}
 	if got := readLog(t, a, second, "c", 0); got != "run-2" {
 		t.Errorf("second run logged %q, want run-2", got)
+	}
+}
+
+// A pod past its activeDeadlineSeconds is stopped and Failed with
+// DeadlineExceeded.
+func TestActiveDeadlineFailsPod(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("deadline.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: `+framework.BusyboxImage+`
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WaitPod("deadline", podTimeout, running); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("deadline", podTimeout, func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if !hasCondition(p, v1.PodReady, v1.ConditionFalse) {
+		t.Errorf("Ready after the deadline: %+v", p.Status.Conditions)
+	}
+	for _, c := range containersOf(t, string(p.UID)) {
+		if c.State != criv1.ContainerState_CONTAINER_EXITED {
+			t.Errorf("container %s still %s", c.Metadata.Name, c.State)
+		}
 	}
 }
