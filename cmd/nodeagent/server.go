@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/agent"
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 )
 
@@ -58,6 +59,8 @@ func serverCmd() *cobra.Command {
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "Loopback peer port of the embedded etcd (default 2380).")
 	fs.StringSliceVar(&cfg.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
 	fs.BoolVar(&cfg.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
+	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "CIDR range (IPv4) of the pods; each node gets a block of it as its spec.podCIDR.")
+	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "Mask size of the pod CIDR each node gets out of --cluster-cidr.")
 	fs.StringVar(&agentConfig, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
 	cmd.AddCommand(nodeKubeconfigCmd())

@@ -5,7 +5,12 @@
 //   - deployment: rolls Deployments out through ReplicaSets;
 //   - garbagecollector: deletes dependents of deleted owners;
 //   - nodelifecycle: marks silent nodes Unknown, taints them and evicts
-//     pods that do not tolerate NoExecute taints.
+//     pods that do not tolerate NoExecute taints;
+//   - nodeipam: gives every node a pod CIDR out of the cluster CIDR.
+//
+// Each controller reports what it does as core/v1 events with upstream's
+// reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
+// CIDRNotAvailable, ...).
 //
 // Use it from the all-in-one server once the API server is ready:
 //
@@ -23,6 +28,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/deployment"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/garbagecollector"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodelifecycle"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/replicaset"
 )
@@ -30,6 +36,9 @@ import (
 // Options tunes Run; the zero value takes upstream's defaults.
 type Options struct {
 	NodeLifecycle nodelifecycle.Config
+	// NodeIPAM is the cluster CIDR pod CIDRs are taken from (default
+	// 10.244.0.0/16 in /24 blocks).
+	NodeIPAM nodeipam.Config
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -43,6 +52,11 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 		log = slog.Default()
 	}
 	factory := informers.NewSharedInformerFactory(client, ctrlutil.Resync)
+	// First: the only constructor that can fail (on its flags).
+	ipam, err := nodeipam.New(client, factory, opts.NodeIPAM, log.With("controller", "nodeipam"))
+	if err != nil {
+		return err
+	}
 	rs := replicaset.New(client, factory, log.With("controller", "replicaset"))
 	dep := deployment.New(client, factory, log.With("controller", "deployment"))
 	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
@@ -55,5 +69,6 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return dep.Run(gctx, 2) })
 	g.Go(func() error { return gc.Run(gctx, 2) })
 	g.Go(func() error { return nl.Run(gctx) })
+	g.Go(func() error { return ipam.Run(gctx) })
 	return g.Wait()
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 )
@@ -146,6 +149,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 
 	// 1. One ReplicaSet owned by the Deployment, three pods owned by it.
 	var firstRS appsv1.ReplicaSet
+	var s0 snapshot
 	eventually(t, "3 pods of 1 replica set", func(ctx context.Context) (bool, string, error) {
 		s, err := list(ctx, client, ns)
 		if err != nil || len(s.rss) != 1 || len(s.pods) != 3 {
@@ -164,7 +168,27 @@ func TestDeploymentLifecycle(t *testing.T) {
 				return false, fmt.Sprintf("pod %s owners %+v", p.Name, p.OwnerReferences), nil
 			}
 		}
-		firstRS = rs
+		firstRS, s0 = rs, s
+		return true, "", nil
+	})
+	eventually(t, "controller events", func(ctx context.Context) (bool, string, error) {
+		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var got []string
+		for _, e := range evs.Items {
+			got = append(got, fmt.Sprintf("%s/%s %s %s: %s [%s]", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Message, e.Source.Component))
+		}
+		want := []string{"Deployment/web Normal ScalingReplicaSet: Scaled up replica set " + firstRS.Name + " from 0 to 3 [deployment-controller]"}
+		for _, p := range s0.pods {
+			want = append(want, "ReplicaSet/"+firstRS.Name+" Normal SuccessfulCreate: Created pod: "+p.Name+" [replicaset-controller]")
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return false, fmt.Sprintf("no %q in %q", w, got), nil
+			}
+		}
 		return true, "", nil
 	})
 	eventually(t, "deployment status", func(ctx context.Context) (bool, string, error) {
@@ -195,12 +219,18 @@ func TestDeploymentLifecycle(t *testing.T) {
 	// 3. A new image: a second ReplicaSet. With 1 replica maxSurge is 1 and
 	// maxUnavailable 0, so the new ReplicaSet gets 1 pod and the old one
 	// keeps its pod until the new one is available, which never happens.
-	cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	// Retried: the controller writes the Deployment (its revision
+	// annotation) too.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+		_, err = client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Template.Spec.Containers[0].Image = "nginx:2"
-	if _, err := client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "rollout stalled at maxUnavailable 0", func(ctx context.Context) (bool, string, error) {
@@ -239,5 +269,100 @@ func TestDeploymentLifecycle(t *testing.T) {
 	eventually(t, "cascading deletion", func(ctx context.Context) (bool, string, error) {
 		s, err := list(ctx, client, ns)
 		return err == nil && len(s.rss) == 0 && len(s.pods) == 0, s.String(), err
+	})
+}
+
+// TestNodeIPAM: nodes registered without a pod CIDR get distinct blocks of
+// the default cluster CIDR; a node that brings its own keeps it.
+func TestNodeIPAM(t *testing.T) {
+	client := startControlPlane(t)
+	ctx := t.Context()
+	mk := func(name, cidr string) {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if cidr != "" {
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+		}
+		if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("preset", "10.244.0.0/24")
+	mk("a", "")
+	mk("b", "")
+	eventually(t, "pod CIDRs", func(ctx context.Context) (bool, string, error) {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		got := map[string]string{}
+		seen := map[string]bool{}
+		for _, n := range nodes.Items {
+			if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDR != n.Spec.PodCIDRs[0] {
+				return false, fmt.Sprintf("node %s: %q %v", n.Name, n.Spec.PodCIDR, n.Spec.PodCIDRs), nil
+			}
+			got[n.Name] = n.Spec.PodCIDR
+			seen[n.Spec.PodCIDR] = true
+		}
+		state := fmt.Sprint(got)
+		if len(got) != 3 || len(seen) != 3 || got["preset"] != "10.244.0.0/24" {
+			return false, state, nil
+		}
+		for _, name := range []string{"a", "b"} {
+			if !strings.HasPrefix(got[name], "10.244.") || !strings.HasSuffix(got[name], ".0/24") {
+				return false, state, nil
+			}
+		}
+		return true, state, nil
+	})
+}
+
+// TestReplicaSetAdoption: an orphan that matches is adopted and one that
+// stops matching is released, through ownerReferences patches on the real
+// API server.
+func TestReplicaSetAdoption(t *testing.T) {
+	client := startControlPlane(t)
+	ctx := t.Context()
+	const ns = "default"
+	labels := map[string]string{"app": "db"}
+	orphan := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns, Labels: labels},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "db", Image: "pg:1"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: orphan.Spec}}}
+	rs, err := client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "orphan adopted, no pod created", func(ctx context.Context) (bool, string, error) {
+		s, err := list(ctx, client, ns)
+		if err != nil || len(s.pods) != 1 {
+			return false, s.String(), err
+		}
+		p := s.pods[0]
+		return p.Name == "orphan" && isController(p.OwnerReferences, "ReplicaSet", "db", rs.UID), fmt.Sprintf("%s owners %+v", p.Name, p.OwnerReferences), nil
+	})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Labels = map[string]string{"app": "debug"}
+		_, err = client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "released and replaced", func(ctx context.Context) (bool, string, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		s, err := list(ctx, client, ns)
+		return len(p.OwnerReferences) == 0 && len(s.pods) == 2, fmt.Sprintf("owners %+v; %s", p.OwnerReferences, s), err
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 )
 
 // Defaults, as kube-apiserver's.
@@ -43,6 +45,13 @@ type Config struct {
 	DisableAgent bool
 	// ShutdownTimeout bounds the graceful HTTP shutdown (default 10s).
 	ShutdownTimeout time.Duration
+
+	// ClusterCIDR and NodeCIDRMaskSize are the range the node IPAM
+	// controller gives nodes their pod CIDRs from (kube-controller-
+	// manager's --cluster-cidr and --node-cidr-mask-size; defaults
+	// 10.244.0.0/16 and 24).
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 
 	Logger *slog.Logger
 	// Ready, when set, is closed once the server accepts requests and is
@@ -81,7 +90,12 @@ func (c *Config) validate() error {
 	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")
 	}
-	return nil
+	return c.nodeIPAM().Validate()
+}
+
+// nodeIPAM is the node IPAM controller's part of the configuration.
+func (c *Config) nodeIPAM() nodeipam.Config {
+	return nodeipam.Config{ClusterCIDR: c.ClusterCIDR, NodeCIDRMaskSize: c.NodeCIDRMaskSize}
 }
 
 func (c *Config) kubeconfigPath() string { return filepath.Join(c.DataDir, KubeconfigFile) }

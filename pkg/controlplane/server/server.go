@@ -187,7 +187,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	})
 	g.Go(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
-	g.Go(func() error { return controller.Run(gctx, adminClient, log.With("component", "controllers")) })
+	g.Go(func() error {
+		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
+			controller.Options{NodeIPAM: cfg.nodeIPAM()})
+	})
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdownHTTP(srv, cancelRequests, cfg.ShutdownTimeout, log)

@@ -29,12 +29,16 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+// EventComponent is the source of the controller's events, as upstream's.
+const EventComponent = "deployment-controller"
 
 // Controller is the Deployment controller.
 type Controller struct {
@@ -44,6 +48,8 @@ type Controller struct {
 	podLister corelisters.PodLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	events    *ctrlutil.Events
+	recorder  record.EventRecorder
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -61,9 +67,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		podLister: podInf.Lister(),
 		synced:    []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:     ctrlutil.NewQueue[string]("deployment"),
+		events:    ctrlutil.NewEvents(client),
 		log:       log,
 		now:       time.Now,
 	}
+	c.recorder = c.events.Recorder(EventComponent)
 	_, _ = dInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
@@ -99,6 +107,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 // Run runs workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.log.Info("starting deployment controller")
+	defer c.events.Start(c.log)()
 	return ctrlutil.RunWorkers(ctx, c.log, c.queue, workers, c.sync, c.synced...)
 }
 
@@ -153,6 +162,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d = d.DeepCopy()
 	if d.Spec.Selector == nil || (len(d.Spec.Selector.MatchLabels) == 0 && len(d.Spec.Selector.MatchExpressions) == 0) {
 		// An empty selector would select everything: upstream refuses.
+		c.recorder.Event(d, v1.EventTypeWarning, "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
 			_, err = c.client.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{})
@@ -199,13 +209,12 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 		return nil, err
 	}
 	rsc := c.client.AppsV1().ReplicaSets(d.Namespace)
-	m := ctrlutil.NewClaimer(d, controllerKind, sel,
+	m := ctrlutil.NewClaimer[*appsv1.ReplicaSet](d, controllerKind, sel,
 		func(ctx context.Context) (metav1.Object, error) {
 			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		},
-		(*appsv1.ReplicaSet).DeepCopy,
-		func(ctx context.Context, rs *appsv1.ReplicaSet) error {
-			_, err := rsc.Update(ctx, rs, metav1.UpdateOptions{})
+		func(ctx context.Context, name string, data []byte) error {
+			_, err := rsc.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 			return err
 		})
 	return m.Claim(ctx, all)

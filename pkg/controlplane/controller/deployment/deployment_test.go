@@ -3,6 +3,9 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrltest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/replicaset"
@@ -64,6 +68,28 @@ func kubelet(ctx context.Context, client kubernetes.Interface) {
 		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
 		_, _ = client.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 	}
+}
+
+// updateDeployment changes a Deployment's spec as a user would, retrying
+// on conflicts with the controller's status writes, and bumps the
+// generation as the API server does.
+func updateDeployment(t *testing.T, client kubernetes.Interface, name string, change func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
+	var out *appsv1.Deployment
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := client.AppsV1().Deployments("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		cur.Generation++
+		out, err = client.AppsV1().Deployments("default").Update(t.Context(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func progressing(d *appsv1.Deployment) string {
@@ -121,12 +147,9 @@ func TestRollingUpdateScenario(t *testing.T) {
 		t.Fatalf("replica set %s: selector %v annotations %v", rs1.Name, rs1.Spec.Selector, rs1.Annotations)
 	}
 
-	cur, _ := client.AppsV1().Deployments("default").Get(t.Context(), "web", metav1.GetOptions{})
-	cur.Spec.Template.Spec.Containers[0].Image = "nginx:2"
-	cur.Generation++ // as the API server does on a spec change
-	if _, err := client.AppsV1().Deployments("default").Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cur := updateDeployment(t, client, "web", func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	})
 	ctrltest.Eventually(t, "second rollout complete", complete("nginx:2"))
 	ctrltest.Eventually(t, "old replica set scaled to zero", func(ctx context.Context) (bool, string) {
 		kubelet(ctx, client)
@@ -139,6 +162,58 @@ func TestRollingUpdateScenario(t *testing.T) {
 		}
 		return *old.Spec.Replicas == 0 && cur.Annotations[RevisionAnnotation] == "2", state
 	})
+	rs2Name := "web-" + ComputeHash(&cur.Spec.Template, nil)
+	ctrltest.Eventually(t, "ScalingReplicaSet events", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		const prefix, source = "Deployment web Normal ScalingReplicaSet: ", " [deployment-controller]"
+		// The steps in between depend on when pods turn ready.
+		for _, want := range []string{
+			"Scaled up replica set " + rs1.Name + " from 0 to 4",
+			"Scaled up replica set " + rs2Name + " from 0 to 1",
+			"Scaled down replica set " + rs1.Name + " from 4 to 3",
+		} {
+			if !slices.Contains(ev, prefix+want+source) {
+				return false, fmt.Sprintf("no %q in %q", want, ev)
+			}
+		}
+		// Beyond 10 similar events the recorder aggregates, as upstream's.
+		last := regexp.MustCompile("^" + regexp.QuoteMeta(prefix) + `(\(combined from similar events\): )?` +
+			regexp.QuoteMeta("Scaled down replica set "+rs1.Name+" from ") + `\d+ to 0` + regexp.QuoteMeta(source) + "$")
+		return slices.ContainsFunc(ev, last.MatchString), fmt.Sprintf("no scale-down to 0 in %q", ev)
+	})
+
+	// Back to the first template, with a change cause: the first
+	// ReplicaSet is reused as revision 3 and remembers revision 1; the
+	// deployment's annotations are copied but for last-applied.
+	updateDeployment(t, client, "web", func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:1"
+		d.Annotations["kubernetes.io/change-cause"] = "back to 1"
+		d.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+	})
+	ctrltest.Eventually(t, "third rollout complete", complete("nginx:1"))
+	ctrltest.Eventually(t, "first replica set reused as revision 3", func(ctx context.Context) (bool, string) {
+		rs, _ := client.AppsV1().ReplicaSets("default").Get(ctx, rs1.Name, metav1.GetOptions{})
+		l, _ := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{})
+		d, _ := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		a := rs.Annotations
+		_, lastApplied := a["kubectl.kubernetes.io/last-applied-configuration"]
+		return len(l.Items) == 2 && a[RevisionAnnotation] == "3" && a[RevisionHistoryAnnotation] == "1" &&
+				a["kubernetes.io/change-cause"] == "back to 1" && !lastApplied && d.Annotations[RevisionAnnotation] == "3",
+			fmt.Sprintf("%d replica sets; %s annotations %v; deployment revision %q", len(l.Items), rs.Name, a, d.Annotations[RevisionAnnotation])
+	})
+}
+
+func TestAppendRevisionHistory(t *testing.T) {
+	if got := appendRevisionHistory("", "1"); got != "1" {
+		t.Errorf("first entry: %q", got)
+	}
+	if got := appendRevisionHistory("1,3", "5"); got != "1,3,5" {
+		t.Errorf("append: %q", got)
+	}
+	long := strings.Repeat("9", maxRevisionHistoryChars-3)
+	if got := appendRevisionHistory("1,"+long, "12"); got != long+",12" {
+		t.Errorf("oldest entries go beyond %d chars: got %d chars", maxRevisionHistoryChars, len(got))
+	}
 }
 
 // TestRecreateScenario: Recreate scales the old ReplicaSet to zero before
@@ -166,11 +241,9 @@ func TestRecreateScenario(t *testing.T) {
 		l, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		return len(l.Items) == 2, fmt.Sprint(len(l.Items))
 	})
-	cur, _ := client.AppsV1().Deployments("default").Get(t.Context(), "db", metav1.GetOptions{})
-	cur.Spec.Template.Spec.Containers[0].Image = "pg:2"
-	if _, err := client.AppsV1().Deployments("default").Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateDeployment(t, client, "db", func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "pg:2"
+	})
 	ctrltest.Eventually(t, "new replica set at full size, old at zero", func(ctx context.Context) (bool, string) {
 		l, _ := client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{})
 		state := ""

@@ -105,15 +105,22 @@ func (c *Controller) getNewReplicaSet(ctx context.Context, d *appsv1.Deployment,
 		}
 		return nil, fmt.Errorf("hash collision for replica set %s: retrying with collisionCount %d", rs.Name, n)
 	}
-	if err != nil {
+	switch {
+	case apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause):
+		return nil, err // every create fails from now on: nothing to report
+	case err != nil:
+		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if hasProgressDeadline(d) {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, v1.ConditionFalse, FailedRSCreateReason,
-				fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err), c.now()))
+			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, v1.ConditionFalse, FailedRSCreateReason, msg, c.now()))
 			_, _ = c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 		}
+		c.recorder.Event(d, v1.EventTypeWarning, FailedRSCreateReason, msg)
 		return nil, err
 	}
 	c.log.Info("created new replica set", "deployment", ctrlutil.Key(d), "replicaset", created.Name, "replicas", replicas)
+	if replicas > 0 {
+		c.recorder.Eventf(d, v1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, replicas)
+	}
 	setRevision(d, revision)
 	if hasProgressDeadline(d) {
 		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, v1.ConditionTrue, NewReplicaSetReason,
@@ -198,6 +205,12 @@ func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs
 		}
 		if *rs.Spec.Replicas == 0 || *rs.Spec.Replicas == rs.Status.AvailableReplicas {
 			continue
+		}
+		if rs.Status.AvailableReplicas > *rs.Spec.Replicas {
+			// A status from before the last scale-down: scaling by it would
+			// scale up. Upstream refuses too; retry once the status is fresh.
+			return false, fmt.Errorf("replica set %s reports %d available replicas for %d wanted: waiting for a fresh status",
+				rs.Name, rs.Status.AvailableReplicas, *rs.Spec.Replicas)
 		}
 		n := min(maxScaledDown-total, *rs.Spec.Replicas-rs.Status.AvailableReplicas)
 		if _, err := c.scaleReplicaSet(ctx, rs, *rs.Spec.Replicas-n, d); err != nil {
@@ -372,7 +385,8 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 
 // scaleReplicaSet sets the size and the desired/max replicas annotations.
 func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, size int32, d *appsv1.Deployment) (bool, error) {
-	sizeChanged := *rs.Spec.Replicas != size
+	oldSize := *rs.Spec.Replicas
+	sizeChanged := oldSize != size
 	cp := rs.DeepCopy()
 	annChanged := setReplicasAnnotations(cp, *d.Spec.Replicas, *d.Spec.Replicas+maxSurge(d))
 	if !sizeChanged && !annChanged {
@@ -386,6 +400,11 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 	*rs = *updated
 	if sizeChanged {
 		c.log.Info("scaled replica set", "deployment", ctrlutil.Key(d), "replicaset", rs.Name, "replicas", size)
+		op := "up"
+		if size < oldSize {
+			op = "down"
+		}
+		c.recorder.Eventf(d, v1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", op, rs.Name, oldSize, size)
 	}
 	return sizeChanged, nil
 }

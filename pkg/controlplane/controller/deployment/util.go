@@ -106,14 +106,32 @@ func setNewRSAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision s
 	if newN, _ := strconv.ParseInt(revision, 10, 64); oldN < newN {
 		rs.Annotations[RevisionAnnotation], changed = revision, true
 		if had {
-			h := rs.Annotations[RevisionHistoryAnnotation]
-			rs.Annotations[RevisionHistoryAnnotation] = strings.TrimPrefix(h+","+old, ",")
+			rs.Annotations[RevisionHistoryAnnotation] = appendRevisionHistory(rs.Annotations[RevisionHistoryAnnotation], old)
 		}
 	}
 	if !exists && setReplicasAnnotations(rs, *d.Spec.Replicas, *d.Spec.Replicas+maxSurge(d)) {
 		changed = true
 	}
 	return changed
+}
+
+// maxRevisionHistoryChars bounds the revision-history annotation, as
+// upstream's (an annotation must stay small; the oldest entries go).
+const maxRevisionHistoryChars = 2000
+
+// appendRevisionHistory adds revision to the comma-separated history,
+// dropping the oldest entries beyond maxRevisionHistoryChars.
+func appendRevisionHistory(history, revision string) string {
+	if history == "" {
+		return revision
+	}
+	entries := append(strings.Split(history, ","), revision)
+	total := len(history) + 1 + len(revision)
+	for total > maxRevisionHistoryChars && len(entries) > 1 {
+		total -= len(entries[0]) + 1
+		entries = entries[1:]
+	}
+	return strings.Join(entries, ",")
 }
 
 func setRevision(d *appsv1.Deployment, revision string) bool {

@@ -22,11 +22,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
@@ -43,6 +45,13 @@ const (
 const LeaseNamespace = v1.NamespaceNodeLease
 
 const podNodeIndex = "spec.nodeName"
+
+// The sources of the controller's events, as upstream's node lifecycle and
+// taint eviction controllers.
+const (
+	EventComponent         = "node-controller"
+	EvictionEventComponent = "taint-eviction-controller"
+)
 
 // Config tunes the controller; zero values take the defaults.
 type Config struct {
@@ -61,7 +70,15 @@ type Controller struct {
 	podIndexer  cache.Indexer
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
+	events      *ctrlutil.Events
+	recorder    record.EventRecorder // node-controller
+	evictions   record.EventRecorder // taint-eviction-controller
 	log         *slog.Logger
+
+	// known are the nodes seen so far (name to UID), to report
+	// RegisteredNode and RemovingNode once each; only the single sync
+	// worker touches it.
+	known map[string]types.UID
 }
 
 // New registers the controller's informers with factory; start the factory
@@ -95,11 +112,20 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		podIndexer:  podInf.Informer().GetIndexer(),
 		synced:      []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:       ctrlutil.NewQueue[string]("nodelifecycle"),
+		events:      ctrlutil.NewEvents(client),
 		log:         log,
+		known:       map[string]types.UID{},
 	}
+	c.recorder = c.events.Recorder(EventComponent)
+	c.evictions = c.events.Recorder(EvictionEventComponent)
 	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.queue.Add(obj.(*v1.Node).Name) },
 		UpdateFunc: func(_, cur any) { c.queue.Add(cur.(*v1.Node).Name) },
+		DeleteFunc: func(obj any) {
+			if n, ok := ctrlutil.Unwrap(obj).(*v1.Node); ok {
+				c.queue.Add(n.Name)
+			}
+		},
 	})
 	_, _ = leaseInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) {
@@ -123,6 +149,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 // Run monitors nodes every MonitorPeriod until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("starting node lifecycle controller", "gracePeriod", c.cfg.GracePeriod)
+	defer c.events.Start(c.log)()
 	go func() {
 		if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 			return

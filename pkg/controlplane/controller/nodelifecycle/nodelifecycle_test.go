@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,21 @@ func TestUnreachableNodeScenario(t *testing.T) {
 			ps["plain"] == nil && ps["tolerates-300"] != nil && ps["tolerates-all"] != nil && ps["healthy-node"] != nil
 		return ok, fmt.Sprintf("ready %+v taints %v pods %d", ready, taints, len(ps))
 	})
+	ctrltest.Eventually(t, "events as upstream's", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		for _, want := range []string{
+			"Node n1 Normal RegisteredNode: Node n1 event: Registered Node n1 in Controller [node-controller]",
+			"Node n2 Normal RegisteredNode: Node n2 event: Registered Node n2 in Controller [node-controller]",
+			"Node n2 Normal NodeNotReady: Node n2 status is now: NodeNotReady [node-controller]",
+			"Pod tolerates-300 Warning NodeNotReady: Node is not ready [node-controller]",
+			"Pod plain Normal TaintManagerEviction: Marking for deletion Pod default/plain [taint-eviction-controller]",
+		} {
+			if !slices.Contains(ev, want) {
+				return false, fmt.Sprintf("no %q in %q", want, ev)
+			}
+		}
+		return true, ""
+	})
 	if p := pods(t.Context())["tolerates-300"]; p.Status.Conditions[0].Status != v1.ConditionFalse {
 		t.Errorf("pod on the silent node still Ready: %+v", p.Status.Conditions)
 	}
@@ -137,6 +153,15 @@ func TestUnreachableNodeScenario(t *testing.T) {
 	ctrltest.Eventually(t, "taints removed", func(ctx context.Context) (bool, string) {
 		n, _ := client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
 		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints)
+	})
+
+	// A deleted node is reported once.
+	if err := client.CoreV1().Nodes().Delete(t.Context(), "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, "RemovingNode event", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		return slices.Contains(ev, "Node n1 Normal RemovingNode: Node n1 event: Removing Node n1 from Controller [node-controller]"), fmt.Sprint(ev)
 	})
 }
 

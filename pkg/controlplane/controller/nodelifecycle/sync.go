@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -37,11 +38,13 @@ var managedTaints = []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable, v1.T
 func (c *Controller) sync(ctx context.Context, name string) error {
 	node, err := c.nodeLister.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.forget(name)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	c.register(node)
 	now := c.cfg.Now()
 	if node, err = c.updateHealth(ctx, node, now); err != nil {
 		return err
@@ -106,6 +109,8 @@ func (c *Controller) updateHealth(ctx context.Context, node *v1.Node, now time.T
 		return nil, err
 	}
 	if readyStatus(node) == v1.ConditionTrue {
+		// Reported once, on the transition, as upstream's.
+		c.recordStatusChange(node, "NodeNotReady")
 		if err := c.markPodsNotReady(ctx, node.Name, now); err != nil {
 			return nil, err
 		}
@@ -123,9 +128,14 @@ func (c *Controller) markPodsNotReady(ctx context.Context, node string, now time
 		for i := range pod.Status.Conditions {
 			if cond := &pod.Status.Conditions[i]; cond.Type == v1.PodReady && cond.Status == v1.ConditionTrue {
 				cond.Status, cond.LastTransitionTime = v1.ConditionFalse, metav1.NewTime(now)
-				if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
+				_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+				if apierrors.IsNotFound(err) {
+					continue // gone: nothing to report
 				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", pod.Namespace, pod.Name, err))
+				}
+				c.recorder.Event(pod, v1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 			}
 		}
 	}
@@ -269,6 +279,7 @@ func tolerates(t v1.Toleration, taint v1.Taint) bool {
 // evict marks the pod with the DisruptionTarget condition, then deletes it.
 func (c *Controller) evict(ctx context.Context, pod *v1.Pod) error {
 	c.log.Info("evicting pod from NoExecute-tainted node", "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName)
+	c.evictions.Eventf(pod, v1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 	p := pod.DeepCopy()
 	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
 	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,

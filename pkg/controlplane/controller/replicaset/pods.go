@@ -48,11 +48,10 @@ func (c *Controller) manageReplicas(ctx context.Context, pods []*v1.Pod, rs *app
 		var wg sync.WaitGroup
 		for i, p := range victims {
 			wg.Go(func() {
-				err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-				if err != nil {
+				if err := c.removePod(ctx, rs, p); err != nil {
 					c.exp.deletionObserved(key, keys[i])
 					if !apierrors.IsNotFound(err) {
-						errs[i] = fmt.Errorf("delete pod %s: %w", p.Name, err)
+						errs[i] = err
 					}
 				}
 			})
@@ -80,11 +79,32 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error
 		},
 		Spec: t.Spec,
 	}
-	_, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil && apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause) {
-		return nil // the namespace is going away: nothing to do
+	created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case err != nil && apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause):
+		return nil // the namespace is going away: nothing to do, nothing to report
+	case err != nil:
+		c.recorder.Eventf(rs, v1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		return err // unwrapped: it is the ReplicaFailure condition's message, as upstream's
 	}
-	return err
+	c.recorder.Eventf(rs, v1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", created.Name)
+	return nil
+}
+
+// removePod deletes one pod and reports it on the ReplicaSet as upstream's
+// RealPodControl: a pod already gone is neither an error event nor a
+// success.
+func (c *Controller) removePod(ctx context.Context, rs *appsv1.ReplicaSet, p *v1.Pod) error {
+	err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return err
+	case err != nil:
+		c.recorder.Eventf(rs, v1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+		return fmt.Errorf("delete pod %s: %w", p.Name, err)
+	}
+	c.recorder.Eventf(rs, v1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+	return nil
 }
 
 // slowStartBatch calls fn count times in batches of 1, 2, 4, ... and stops

@@ -19,11 +19,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
@@ -43,9 +45,14 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	exp       *expectations
+	events    *ctrlutil.Events
+	recorder  record.EventRecorder
 	log       *slog.Logger
 	now       func() time.Time
 }
+
+// EventComponent is the source of the controller's events, as upstream's.
+const EventComponent = "replicaset-controller"
 
 // New registers the controller's informers with factory; start the factory
 // after New and before Run.
@@ -58,9 +65,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		podLister: podInf.Lister(),
 		synced:    []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue:     ctrlutil.NewQueue[string]("replicaset"),
+		events:    ctrlutil.NewEvents(client),
 		log:       log,
 		now:       time.Now,
 	}
+	c.recorder = c.events.Recorder(EventComponent)
 	c.exp = newExpectations(func() time.Time { return c.now() })
 	_, _ = rsInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -83,6 +92,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 // Run runs workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.log.Info("starting replicaset controller")
+	defer c.events.Start(c.log)()
 	return ctrlutil.RunWorkers(ctx, c.log, c.queue, workers, c.sync, c.synced...)
 }
 
@@ -223,13 +233,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector, pods []*v1.Pod) ([]*v1.Pod, error) {
 	pc := c.client.CoreV1().Pods(rs.Namespace)
-	m := ctrlutil.NewClaimer(rs, controllerKind, sel,
+	m := ctrlutil.NewClaimer[*v1.Pod](rs, controllerKind, sel,
 		func(ctx context.Context) (metav1.Object, error) {
 			return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		},
-		(*v1.Pod).DeepCopy,
-		func(ctx context.Context, pod *v1.Pod) error {
-			_, err := pc.Update(ctx, pod, metav1.UpdateOptions{})
+		func(ctx context.Context, name string, data []byte) error {
+			_, err := pc.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 			return err
 		})
 	return m.Claim(ctx, pods)

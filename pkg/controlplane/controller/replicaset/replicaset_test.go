@@ -3,14 +3,18 @@ package replicaset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrltest"
 )
@@ -105,11 +109,24 @@ func TestReplicaSetScenario(t *testing.T) {
 		}
 		return len(ps) == 3 && owned == 3, fmt.Sprintf("%d pods, %d owned", len(ps), owned)
 	})
+	var created []string
 	for _, p := range pods(t.Context()) {
 		if p.Name != "orphan" && p.GenerateName != "web-" {
 			t.Errorf("pod %s has generateName %q, want web-", p.Name, p.GenerateName)
 		}
+		if p.Name != "orphan" {
+			created = append(created, p.Name)
+		}
 	}
+	ctrltest.Eventually(t, "SuccessfulCreate events", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		for _, name := range created {
+			if !slices.Contains(ev, "ReplicaSet web Normal SuccessfulCreate: Created pod: "+name+" [replicaset-controller]") {
+				return false, fmt.Sprint(ev)
+			}
+		}
+		return true, ""
+	})
 	ctrltest.Eventually(t, "status", func(ctx context.Context) (bool, string) {
 		cur, _ := client.AppsV1().ReplicaSets("default").Get(ctx, "web", metav1.GetOptions{})
 		st := cur.Status
@@ -128,6 +145,15 @@ func TestReplicaSetScenario(t *testing.T) {
 		ps := pods(ctx)
 		return len(ps) == 1 && ps[0].Name == "orphan", fmt.Sprintf("%d pods", len(ps))
 	})
+	ctrltest.Eventually(t, "SuccessfulDelete events", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		for _, name := range created {
+			if !slices.Contains(ev, "ReplicaSet web Normal SuccessfulDelete: Deleted pod: "+name+" [replicaset-controller]") {
+				return false, fmt.Sprint(ev)
+			}
+		}
+		return true, ""
+	})
 
 	// A pod whose labels stop matching is released.
 	p, _ := client.CoreV1().Pods("default").Get(t.Context(), "orphan", metav1.GetOptions{})
@@ -138,5 +164,38 @@ func TestReplicaSetScenario(t *testing.T) {
 	ctrltest.Eventually(t, "released and replaced", func(ctx context.Context) (bool, string) {
 		rel, _ := client.CoreV1().Pods("default").Get(ctx, "orphan", metav1.GetOptions{})
 		return len(rel.OwnerReferences) == 0 && len(pods(ctx)) == 1, fmt.Sprintf("owners %v, %d pods", rel.OwnerReferences, len(pods(ctx)))
+	})
+}
+
+// TestFailedCreate: a rejected pod creation is a FailedCreate warning on
+// the ReplicaSet and its ReplicaFailure condition.
+func TestFailedCreate(t *testing.T) {
+	replicas := int32(1)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "rs-uid", Generation: 1},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}},
+		},
+	}
+	client := ctrltest.NewClientset(rs)
+	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "", fmt.Errorf("exceeded quota"))
+	})
+	f := informers.NewSharedInformerFactory(client, 0)
+	c := New(client, f, ctrltest.Logger(t))
+	ctrltest.Start(t, f, func(ctx context.Context) error { return c.Run(ctx, 1) })
+	want := "ReplicaSet web Warning FailedCreate: Error creating: pods is forbidden: exceeded quota [replicaset-controller]"
+	ctrltest.Eventually(t, "FailedCreate event and condition", func(ctx context.Context) (bool, string) {
+		ev := ctrltest.Events(ctx, client, "default")
+		cur, _ := client.AppsV1().ReplicaSets("default").Get(ctx, "web", metav1.GetOptions{})
+		var cond string
+		for _, c := range cur.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure {
+				cond = c.Reason + ": " + c.Message
+			}
+		}
+		return slices.Contains(ev, want) && cond == "FailedCreate: pods is forbidden: exceeded quota", fmt.Sprintf("events %q condition %q", ev, cond)
 	})
 }

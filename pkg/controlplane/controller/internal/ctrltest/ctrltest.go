@@ -4,6 +4,7 @@ package ctrltest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -12,12 +13,16 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -85,7 +90,48 @@ func NewClientset(objs ...runtime.Object) *fake.Clientset {
 		}
 		return true, out, nil
 	})
+	c.PrependReactor("patch", "*", strategicPatch(c, &n))
 	return c
+}
+
+// strategicPatch applies strategic merge patches as the API server does:
+// a new resourceVersion (informer handlers skip updates without one) and
+// a UID in the patch as a precondition (a Conflict when it differs).
+func strategicPatch(c *fake.Clientset, n *atomic.Int64) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa, ok := a.(k8stesting.PatchAction)
+		if !ok || pa.GetSubresource() != "" || pa.GetPatchType() != types.StrategicMergePatchType {
+			return false, nil, nil
+		}
+		gvr := pa.GetResource()
+		existing, err := c.Tracker().Get(gvr, pa.GetNamespace(), pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		cur, err := json.Marshal(existing)
+		if err != nil {
+			return true, nil, err
+		}
+		merged, err := strategicpatch.StrategicMergePatch(cur, pa.GetPatch(), existing)
+		if err != nil {
+			return true, nil, apierrors.NewBadRequest(err.Error())
+		}
+		out := reflect.New(reflect.TypeOf(existing).Elem()).Interface().(runtime.Object)
+		if err := json.Unmarshal(merged, out); err != nil {
+			return true, nil, apierrors.NewBadRequest(err.Error())
+		}
+		em, _ := meta.Accessor(existing)
+		om, _ := meta.Accessor(out)
+		if om.GetUID() != em.GetUID() {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), pa.GetName(),
+				fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", em.GetUID(), om.GetUID()))
+		}
+		om.SetResourceVersion(strconv.FormatInt(n.Add(1), 10))
+		if err := c.Tracker().Update(gvr, out, pa.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, out, nil
+	}
 }
 
 // Start starts the factory and runs fn (a controller's Run) until the test
@@ -129,4 +175,23 @@ func Eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 	if err != nil {
 		t.Fatalf("%s: %v; last state: %s", what, err, last)
 	}
+}
+
+// Events lists the events of namespace ns as "Kind name Type Reason:
+// message [source]" lines, for tests to look for.
+func Events(ctx context.Context, c kubernetes.Interface, ns string) []string {
+	l, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	out := make([]string, 0, len(l.Items))
+	for _, e := range l.Items {
+		out = append(out, EventLine(&e))
+	}
+	return out
+}
+
+// EventLine is how Events prints one event.
+func EventLine(e *v1.Event) string {
+	return fmt.Sprintf("%s %s %s %s: %s [%s]", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Message, e.Source.Component)
 }

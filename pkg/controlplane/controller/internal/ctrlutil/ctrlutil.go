@@ -1,10 +1,12 @@
 // Package ctrlutil holds what the controllers share: the work loop over a
-// rate-limited queue, informer event plumbing and controllerRef claiming
-// (upstream's pkg/controller ControllerRefManager).
+// rate-limited queue, informer event plumbing, controllerRef claiming
+// through patches (upstream's pkg/controller ControllerRefManager) and the
+// event pipeline (Events).
 package ctrlutil
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,8 +110,7 @@ type Claimer[T metav1.Object] struct {
 	// CanAdopt re-reads the owner from the API server (not the cache) and
 	// fails if it is gone or being deleted; called once, before an adoption.
 	CanAdopt func(ctx context.Context) error
-	// Adopt and Release write the object with the controllerRef added or
-	// removed.
+	// Adopt and Release add or remove the controllerRef on the object.
 	Adopt, Release func(ctx context.Context, obj T) error
 
 	once     sync.Once
@@ -153,11 +154,6 @@ func (m *Claimer[T]) Claim(ctx context.Context, objs []T) ([]T, error) {
 	return claimed, errors.Join(errs...)
 }
 
-// SetControllerRef returns refs with ref added (replacing one with its UID).
-func SetControllerRef(refs []metav1.OwnerReference, ref *metav1.OwnerReference) []metav1.OwnerReference {
-	return append(RemoveOwnerRef(refs, ref.UID), *ref)
-}
-
 // RemoveOwnerRef returns refs without the one to uid.
 func RemoveOwnerRef(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
 	out := make([]metav1.OwnerReference, 0, len(refs))
@@ -173,13 +169,15 @@ func RemoveOwnerRef(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerR
 // is reconciled periodically, even without events.
 const Resync = 5 * time.Minute
 
-// NewClaimer builds the Claimer every controller needs: adoption is
-// allowed while the owner, re-read with getOwner, is the same object and
-// not being deleted; adopting and releasing write a copy of the object
-// (copyObj) with the controllerRef set or removed through update.
+// NewClaimer builds the Claimer every controller needs, as upstream's
+// ControllerRefManager: adoption is allowed while the owner, re-read with
+// getOwner, is the same object and not being deleted; adopting and
+// releasing are strategic merge patches of metadata.ownerReferences sent
+// through patch, carrying the object's UID so that they fail on an object
+// deleted and recreated under the same name.
 func NewClaimer[T metav1.Object](owner metav1.Object, kind schema.GroupVersionKind, sel labels.Selector,
 	getOwner func(ctx context.Context) (metav1.Object, error),
-	copyObj func(T) T, update func(ctx context.Context, obj T) error) *Claimer[T] {
+	patch func(ctx context.Context, name string, data []byte) error) *Claimer[T] {
 	return &Claimer[T]{
 		Owner:    owner,
 		Selector: sel,
@@ -195,14 +193,49 @@ func NewClaimer[T metav1.Object](owner metav1.Object, kind schema.GroupVersionKi
 			return nil
 		},
 		Adopt: func(ctx context.Context, obj T) error {
-			c := copyObj(obj)
-			c.SetOwnerReferences(SetControllerRef(c.GetOwnerReferences(), NewControllerRef(owner, kind)))
-			return update(ctx, c)
+			data, err := AdoptPatch(owner, kind, obj.GetUID())
+			if err != nil {
+				return err
+			}
+			return patch(ctx, obj.GetName(), data)
 		},
 		Release: func(ctx context.Context, obj T) error {
-			c := copyObj(obj)
-			c.SetOwnerReferences(RemoveOwnerRef(c.GetOwnerReferences(), owner.GetUID()))
-			return update(ctx, c)
+			data, err := ReleasePatch(owner.GetUID(), obj.GetUID())
+			if err != nil {
+				return err
+			}
+			err = patch(ctx, obj.GetName(), data)
+			if apierrors.IsInvalid(err) {
+				// No such owner reference any more, or another object
+				// under the name: nothing of ours to release (upstream
+				// ignores it too).
+				return nil
+			}
+			return err
 		},
 	}
+}
+
+// patchMeta is the metadata of an ownerReferences patch; the UID is a
+// precondition (the API server rejects a changed UID).
+type patchMeta struct {
+	OwnerReferences []any     `json:"ownerReferences"`
+	UID             types.UID `json:"uid"`
+}
+
+// AdoptPatch adds owner's controllerRef to the object with UID uid.
+func AdoptPatch(owner metav1.Object, kind schema.GroupVersionKind, uid types.UID) ([]byte, error) {
+	return json.Marshal(map[string]patchMeta{"metadata": {
+		OwnerReferences: []any{NewControllerRef(owner, kind)},
+		UID:             uid,
+	}})
+}
+
+// ReleasePatch removes the owner reference to ownerUID from the object
+// with UID uid.
+func ReleasePatch(ownerUID, uid types.UID) ([]byte, error) {
+	return json.Marshal(map[string]patchMeta{"metadata": {
+		OwnerReferences: []any{map[string]string{"$patch": "delete", "uid": string(ownerUID)}},
+		UID:             uid,
+	}})
 }
