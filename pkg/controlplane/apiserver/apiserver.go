@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	psadmission "k8s.io/pod-security-admission/admission"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
@@ -51,7 +52,8 @@ type Server struct {
 	stores    map[*registry.Resource]*storage.Store
 	ready     chan struct{}
 
-	services serviceAllocator
+	services    serviceAllocator
+	podSecurity *psadmission.Admission
 
 	purgeMu sync.Mutex
 	purging map[string]bool
@@ -75,6 +77,10 @@ func New(cfg Config) (*Server, error) {
 		stores:    map[*registry.Resource]*storage.Store{},
 		ready:     make(chan struct{}),
 		purging:   map[string]bool{},
+	}
+	var err error
+	if s.podSecurity, err = newPodSecurity(s); err != nil {
+		return nil, err
 	}
 	for _, res := range registry.All() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
@@ -175,7 +181,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := &resourceHandler{s: s, res: res, st: s.stores[res], ri: ri}
-	h.serve(w, r)
+	h.serve(w, r.WithContext(withWarnings(r.Context(), w.Header())))
 }
 
 func hasSubresource(res *registry.Resource, sub string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -73,18 +74,23 @@ func nodeName(u User) (string, bool) {
 	return name, name != ""
 }
 
-var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
+var (
+	readVerbs  = map[string]bool{"get": true, "list": true, "watch": true}
+	writeVerbs = map[string]bool{"create": true, "update": true, "patch": true}
+)
 
-// authorizeNode is the node authorizer: a node reads cluster-wide what an
-// agent needs (nodes, services, endpoints, namespaces), writes only its own
-// Node and Lease, sees and updates only the pods bound to it, and reads
-// only the secrets and config maps those pods use.
+// authorizeNode is the node authorizer with the system:node rules: a node
+// reads cluster-wide what an agent needs (nodes, services, endpoints,
+// namespaces), sees only the pods bound to it and reads only the secrets
+// and config maps those pods use. Writes of nodes, leases and pods pass
+// here as upstream's rules let them; the NodeRestriction admission
+// (restrictNode) narrows them to the node's own objects.
 func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resource, ri requestInfo) bool {
 	switch res.GVK.Group + "/" + res.Plural {
 	case "/nodes":
-		return readVerbs[ri.Verb] || (ri.Name == node || (ri.Verb == "create" && ri.Name == "")) // create names itself in the body
+		return readVerbs[ri.Verb] || writeVerbs[ri.Verb] || ri.Name == node
 	case "coordination.k8s.io/leases":
-		return ri.Namespace == "kube-node-lease" && (ri.Name == node || ri.Verb == "create")
+		return writeVerbs[ri.Verb] || ri.Verb == "delete" || (ri.Namespace == v1.NamespaceNodeLease && ri.Name == node)
 	case "/events", "events.k8s.io/events":
 		return ri.Verb == "create" || ri.Verb == "update" || ri.Verb == "patch"
 	case "/services", "/endpoints", "/namespaces":
@@ -102,9 +108,11 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 	return false
 }
 
-// nodeMayAccessPod: lists and watches only with spec.nodeName=<node>;
-// reads and writes of one pod only when it is bound to the node; creates
-// only of mirror pods for the node.
+// nodeMayAccessPod: lists and watches only with spec.nodeName=<node>,
+// reads of one pod only when it is bound to the node. Creates (mirror
+// pods, evictions), deletes and status writes pass as upstream's rules
+// let them, for NodeRestriction to narrow; the pod itself is not
+// updated by nodes.
 func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri requestInfo) bool {
 	switch ri.Verb {
 	case "list", "watch":
@@ -115,7 +123,11 @@ func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri requestInfo) 
 		v, ok := sel.RequiresExactMatch("spec.nodeName")
 		return ok && v == node
 	case "create":
-		return ri.Subresource == "" // mirror pods; bound-to-self is checked at admission time later
+		return ri.Subresource == "" || ri.Subresource == "eviction"
+	case "delete":
+		return ri.Subresource == ""
+	case "update", "patch":
+		return ri.Subresource == "status"
 	}
 	obj, err := s.store("/v1/pods").Get(r.Context(), ri.Namespace, ri.Name)
 	if err != nil {
@@ -153,47 +165,14 @@ func (s *Server) nodeRunsServiceAccount(ctx context.Context, node, ns, name stri
 	return false
 }
 
+// podRefers reports whether the pod names the secret or config map
+// (kind "secrets" or "configmaps") anywhere.
 func podRefers(pod *v1.Pod, kind, name string) bool {
-	secret := kind == "secrets"
-	if secret {
-		for _, ref := range pod.Spec.ImagePullSecrets {
-			if ref.Name == name {
-				return true
-			}
-		}
+	names := podConfigMapNames(pod)
+	if kind == "secrets" {
+		names = podSecretNames(pod)
 	}
-	for _, vol := range pod.Spec.Volumes {
-		if secret && vol.Secret != nil && vol.Secret.SecretName == name {
-			return true
-		}
-		if !secret && vol.ConfigMap != nil && vol.ConfigMap.Name == name {
-			return true
-		}
-		if vol.Projected != nil {
-			for _, src := range vol.Projected.Sources {
-				if (secret && src.Secret != nil && src.Secret.Name == name) || (!secret && src.ConfigMap != nil && src.ConfigMap.Name == name) {
-					return true
-				}
-			}
-		}
-	}
-	for _, c := range allPodContainers(pod) {
-		for _, e := range c.EnvFrom {
-			if (secret && e.SecretRef != nil && e.SecretRef.Name == name) || (!secret && e.ConfigMapRef != nil && e.ConfigMapRef.Name == name) {
-				return true
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				continue
-			}
-			if (secret && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name) ||
-				(!secret && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == name) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.Contains(names, name)
 }
 
 func allPodContainers(pod *v1.Pod) []v1.Container {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,38 +29,50 @@ func storageListAll(filter func(runtime.Object) bool) storage.ListOptions {
 
 // admitNamespace is the NamespaceLifecycle admission: no new objects in a
 // missing or terminating namespace.
-// It reads the watch cache, as upstream's plugin reads its informer: a
-// consistent etcd read on every create would cost more than the create.
 func (s *Server) admitNamespace(ctx context.Context, name string) error {
-	list, err := s.store(nsResource).List(ctx, "", storage.ListOptions{ResourceVersion: "0", Filter: func(o runtime.Object) bool {
-		return o.(*v1.Namespace).Name == name
-	}})
+	ns, err := s.getNamespace(ctx, name)
 	if err != nil {
 		return err
 	}
-	if len(list.Items) == 0 {
-		// The cache may lag a namespace created a moment ago: ask etcd.
-		if _, err := s.store(nsResource).Get(ctx, "", name); err != nil {
-			if apierrors.IsNotFound(err) {
-				return apierrors.NewNotFound(v1.Resource("namespaces"), name)
-			}
-			return err
-		}
-		return nil
-	}
-	obj := list.Items[0]
-	if ns := obj.(*v1.Namespace); ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+	if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(v1.Resource("namespaces"), name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
 	}
 	return nil
 }
 
+// getNamespace reads the watch cache, as upstream's admission plugins read
+// their informer: a consistent etcd read on every create would cost more
+// than the create. A namespace the cache does not hold yet (created a
+// moment ago) is read from etcd.
+func (s *Server) getNamespace(ctx context.Context, name string) (*v1.Namespace, error) {
+	list, err := s.store(nsResource).List(ctx, "", storage.ListOptions{ResourceVersion: "0", Filter: func(o runtime.Object) bool {
+		return o.(*v1.Namespace).Name == name
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) > 0 {
+		return list.Items[0].(*v1.Namespace), nil
+	}
+	obj, err := s.store(nsResource).Get(ctx, "", name)
+	if apierrors.IsNotFound(err) {
+		return nil, apierrors.NewNotFound(v1.Resource("namespaces"), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Namespace), nil
+}
+
 // admit runs the mutating admission plugins that apply on create.
 func (s *Server) admit(res *registry.Resource, obj runtime.Object) {
 	if pod, ok := obj.(*v1.Pod); ok {
 		addDefaultTolerations(pod)
-		if pod.Spec.ServiceAccountName == "" {
+		// The ServiceAccount plugin leaves mirror pods alone: their spec
+		// must match the static pod, and NodeRestriction refuses mirror
+		// pods that name a service account.
+		if _, mirror := pod.Annotations[v1.MirrorPodAnnotationKey]; !mirror && pod.Spec.ServiceAccountName == "" {
 			pod.Spec.ServiceAccountName = "default"
 		}
 	}
@@ -134,6 +147,12 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, ns, name 
 	dry := len(opts.DryRun) > 0
 	existing, err := st.Get(ctx, ns, name)
 	if err != nil {
+		return nil, err
+	}
+	// Upstream's delete admission sees no object, only the stored one,
+	// before the preconditions are checked.
+	del := &attributes{op: admissionv1.Delete, res: h.res, namespace: ns, name: name, old: existing}
+	if err := s.admitMutating(ctx, del); err != nil {
 		return nil, err
 	}
 	if err := checkPreconditions(h.res, existing, opts.Preconditions); err != nil {

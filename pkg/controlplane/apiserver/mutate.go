@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -58,12 +59,6 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	if err := h.setNamespace(m); err != nil {
 		return err
 	}
-	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + generateNameSuffix())
-	}
-	if m.GetName() == "" {
-		return h.invalid("", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
-	}
 	if m.GetResourceVersion() != "" {
 		return badRequest("resourceVersion should not be set on objects to be created")
 	}
@@ -77,6 +72,17 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	h.s.admit(h.res, obj)
+	if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
+		return err
+	}
+	// As upstream, the name is drawn after admission (which reports the
+	// generateName) and before validation.
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + generateNameSuffix())
+	}
+	if m.GetName() == "" {
+		return h.invalid("", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
 	if h.res.Default != nil {
 		h.res.Default(obj)
 	}
@@ -87,6 +93,9 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 		if errs := h.res.Validate(obj); len(errs) > 0 {
 			return h.invalid(m.GetName(), errs)
 		}
+	}
+	if err := h.s.admitValidating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
+		return err
 	}
 	if svc, ok := obj.(*v1.Service); ok {
 		h.s.services.mu.Lock()
@@ -145,15 +154,29 @@ func (h *resourceHandler) update(ctx context.Context, w http.ResponseWriter, r *
 }
 
 // applyUpdate runs the shared update path: the caller's change, the
-// resourceVersion precondition, preparation, validation, and the removal
-// of objects whose last finalizer went away.
+// preconditions, mutating admission, preparation, validation, validating
+// admission, and the removal of objects whose last finalizer went away.
 func (h *resourceHandler) applyUpdate(ctx context.Context, w http.ResponseWriter, r *http.Request, change func(existing runtime.Object) (runtime.Object, error)) error {
 	updated, err := h.st.Update(ctx, h.ri.Namespace, h.ri.Name, func(existing runtime.Object) (runtime.Object, error) {
 		obj, err := change(existing)
 		if err != nil {
 			return nil, err
 		}
-		return h.prepareUpdate(obj, existing)
+		// A write based on a stale copy is a conflict before anything
+		// else: a node's stale Node must not read as a taint change.
+		if err := h.checkUpdatePreconditions(obj, existing); err != nil {
+			return nil, err
+		}
+		if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Update, obj, existing)); err != nil {
+			return nil, err
+		}
+		if obj, err = h.prepareUpdate(obj, existing); err != nil {
+			return nil, err
+		}
+		if err := h.s.admitValidating(ctx, h.attrs(admissionv1.Update, obj, existing)); err != nil {
+			return nil, err
+		}
+		return obj, nil
 	}, dryRun(r))
 	if err != nil {
 		return err
@@ -168,17 +191,25 @@ func (h *resourceHandler) applyUpdate(ctx context.Context, w http.ResponseWriter
 	return nil
 }
 
-func (h *resourceHandler) prepareUpdate(obj, existing runtime.Object) (runtime.Object, error) {
+// checkUpdatePreconditions: the update's resourceVersion and UID, when
+// set, must be the stored object's.
+func (h *resourceHandler) checkUpdatePreconditions(obj, existing runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	old, _ := meta.Accessor(existing)
 	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, apierrors.NewConflict(groupResource(h.res), old.GetName(),
+		return apierrors.NewConflict(groupResource(h.res), old.GetName(),
 			errorString("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if uid := m.GetUID(); uid != "" && uid != old.GetUID() {
-		return nil, apierrors.NewConflict(groupResource(h.res), old.GetName(),
+		return apierrors.NewConflict(groupResource(h.res), old.GetName(),
 			errorString("Precondition failed: UID in precondition: "+string(old.GetUID())+", UID in object meta: "+string(uid)))
 	}
+	return nil
+}
+
+func (h *resourceHandler) prepareUpdate(obj, existing runtime.Object) (runtime.Object, error) {
+	m, _ := meta.Accessor(obj)
+	old, _ := meta.Accessor(existing)
 	// Fields only the server sets.
 	m.SetUID(old.GetUID())
 	m.SetNamespace(old.GetNamespace())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -102,6 +103,9 @@ func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *ht
 func (h *resourceHandler) evict(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	var ev policyv1.Eviction
 	if err := readBody(r, &ev); err != nil {
+		return err
+	}
+	if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Create, &ev, nil)); err != nil {
 		return err
 	}
 	opts := ev.DeleteOptions

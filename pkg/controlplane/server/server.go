@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -147,12 +148,17 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// The scheduler and the controllers are clients of the secure port, as
 	// the admin identity.
-	adminClient, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.LocalURL(), QPS: 50, Burst: 100,
-		TLSClientConfig: rest.TLSClientConfig{CAData: p.CAPEM, CertData: p.AdminCertPEM, KeyData: p.AdminKeyPEM}})
+	// The scheduler gets its own, faster client: a binding and an event per
+	// pod would hold it to 25 pods/s at the controllers' 50 QPS.
+	adminClient, err := adminClientset(cfg, p, 50, 100)
+	if err != nil {
+		return abort(fmt.Errorf("controllers client: %w", err))
+	}
+	schedClient, err := adminClientset(cfg, p, 200, 400)
 	if err != nil {
 		return abort(fmt.Errorf("scheduler client: %w", err))
 	}
-	sched, err := scheduler.New(scheduler.Config{Client: adminClient, Logger: log.With("component", "scheduler")})
+	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log.With("component", "scheduler")})
 	if err != nil {
 		return abort(err)
 	}
@@ -186,13 +192,21 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	})
-	g.Go(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
-	g.Go(func() error {
+	// Clients of the secure port stop before it closes, so that their last
+	// bindings, status updates and events still reach it.
+	var clients sync.WaitGroup
+	runClient := func(run func() error) {
+		clients.Add(1)
+		g.Go(func() error { defer clients.Done(); return run() })
+	}
+	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
+	runClient(func() error {
 		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
 			controller.Options{NodeIPAM: cfg.nodeIPAM()})
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		waitBounded(&clients, cfg.ShutdownTimeout)
 		shutdownHTTP(srv, cancelRequests, cfg.ShutdownTimeout, log)
 		stopAPI()
 		return nil
@@ -244,4 +258,20 @@ func etcdMode(e *etcd.Etcd) string {
 		return "embedded"
 	}
 	return "external"
+}
+
+// adminClientset is a client of the local secure port as the admin.
+func adminClientset(cfg Config, p *pki.PKI, qps float32, burst int) (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(&rest.Config{Host: cfg.LocalURL(), QPS: qps, Burst: burst,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.CAPEM, CertData: p.AdminCertPEM, KeyData: p.AdminKeyPEM}})
+}
+
+// waitBounded waits for wg, at most d.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
