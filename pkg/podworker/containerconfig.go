@@ -23,6 +23,7 @@ type containerInputs struct {
 	TermMessagePath string // host file mounted at terminationMessagePath
 	EtcHostsPath    string // host file mounted at /etc/hosts, "" for none
 	Allocatable     v1.ResourceList
+	PidTarget       string // container whose PID namespace to join (ephemeral containers)
 }
 
 // configError is a container configuration problem the user must fix
@@ -63,6 +64,10 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 			Resources:       containerResources(pod, c, in.Allocatable.Memory().Value()),
 			SecurityContext: containerSecurity(pod, c),
 		},
+	}
+	if in.PidTarget != "" {
+		ns := cfg.Linux.SecurityContext.NamespaceOptions
+		ns.Pid, ns.TargetId = criv1.NamespaceMode_TARGET, in.PidTarget
 	}
 	return cfg, nil
 }
@@ -233,6 +238,12 @@ func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelec
 }
 
 func findContainer(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+			return &c
+		}
+	}
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
 			return &pod.Spec.InitContainers[i]

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,24 +60,27 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
+	w.startEphemeral(ctx, pod, plan.EphemeralToStart, target)
 	if plan.InitToStart >= 0 {
 		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], target)
 	} else {
-		var wg sync.WaitGroup
-		for _, i := range plan.ContainersToStart {
-			wg.Add(1)
-			go func(c *v1.Container) {
-				defer wg.Done()
-				w.startContainer(ctx, pod, c, target)
-			}(&pod.Spec.Containers[i])
-		}
-		wg.Wait()
+		w.startParallel(ctx, pod, pod.Spec.InitContainers, plan.SidecarsToStart, target) // sidecars first
+		w.startParallel(ctx, pod, pod.Spec.Containers, plan.ContainersToStart, target)
 	}
 	for name, d := range plan.BackingOff {
 		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
 	}
 	return nil
+}
+
+// startParallel starts the containers of list at the given indexes at once.
+func (w *worker) startParallel(ctx context.Context, pod *v1.Pod, list []v1.Container, idx []int, target startTarget) {
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		wg.Go(func() { w.startContainer(ctx, pod, &list[i], target) })
+	}
+	wg.Wait()
 }
 
 func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
@@ -139,6 +143,7 @@ type startTarget struct {
 	sandbox   *criv1.PodSandboxConfig
 	podIPs    []string
 	status    *runtime.PodStatus
+	pidTarget string // an ephemeral container's target container ID
 }
 
 // startContainer pulls, creates and starts one container, recording why
@@ -209,7 +214,7 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	in := containerInputs{
 		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
 		ImageRef: imageRef, RestartCount: restartCount,
-		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable,
+		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable, PidTarget: t.pidTarget,
 	}
 	if !pod.Spec.HostNetwork {
 		// Written with the sandbox; written here too when that step failed
@@ -311,14 +316,32 @@ func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[stri
 	wg.Wait()
 }
 
-// killPod stops every running container with the grace period, then every
-// sandbox (which tears down the pod's network).
+// killPod stops every running container with the grace period, the app
+// containers first and then the sidecars in reverse order, each with what
+// is left of the grace period (as upstream); then every sandbox (which
+// tears down the pod's network).
 func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, grace int64) error {
+	start := time.Now()
+	sidecars := sidecarNames(pod)
 	kills := map[string]KillReason{}
 	for _, c := range st.Running() {
-		kills[c.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Stopping container %s", c.Name)}
+		if !sidecars[c.Name] {
+			kills[c.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Stopping container %s", c.Name)}
+		}
 	}
 	w.killContainers(ctx, pod, kills, grace)
+	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		name := pod.Spec.InitContainers[i].Name
+		if !sidecars[name] {
+			continue
+		}
+		for _, c := range st.Running() {
+			if c.Name == name {
+				left := max(grace-int64(time.Since(start).Seconds()), minGracePeriod)
+				w.killContainers(ctx, pod, map[string]KillReason{c.ID: {Name: name, Message: fmt.Sprintf("Stopping container %s", name)}}, left)
+			}
+		}
+	}
 	var errs []error
 	for _, sb := range st.Sandboxes {
 		if sb.State != criv1.PodSandboxState_SANDBOX_READY {

@@ -28,6 +28,11 @@ type Plan struct {
 	InitToStart int
 	// ContainersToStart are indexes into spec.containers.
 	ContainersToStart []int
+	// SidecarsToStart are indexes into spec.initContainers of sidecars to
+	// (re)start once the pod is initialized.
+	SidecarsToStart []int
+	// EphemeralToStart are indexes into spec.ephemeralContainers.
+	EphemeralToStart []int
 	// ContainersToKill maps a running container's ID to why it must stop.
 	ContainersToKill map[string]KillReason
 	// BackingOff maps a container name to the back-off it is waiting out.
@@ -66,8 +71,14 @@ func (p Plan) String() string {
 	if p.InitToStart >= 0 {
 		parts = append(parts, fmt.Sprintf("startInit=%d", p.InitToStart))
 	}
+	if len(p.SidecarsToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("startSidecars=%v", p.SidecarsToStart))
+	}
 	if len(p.ContainersToStart) > 0 {
 		parts = append(parts, fmt.Sprintf("start=%v", p.ContainersToStart))
+	}
+	if len(p.EphemeralToStart) > 0 {
+		parts = append(parts, fmt.Sprintf("startEphemeral=%v", p.EphemeralToStart))
 	}
 	var kills []string
 	for id, k := range p.ContainersToKill {
@@ -93,7 +104,7 @@ func (p Plan) String() string {
 
 // Empty reports whether the plan changes nothing.
 func (p Plan) Empty() bool {
-	return !p.KillPod && !p.CreateSandbox && p.InitToStart < 0 && len(p.ContainersToStart) == 0 &&
+	return !p.KillPod && !p.CreateSandbox && p.InitToStart < 0 && len(p.ContainersToStart) == 0 && len(p.SidecarsToStart) == 0 && len(p.EphemeralToStart) == 0 &&
 		len(p.ContainersToKill) == 0 && len(p.BackingOff) == 0
 }
 
@@ -101,15 +112,19 @@ func (p Plan) Empty() bool {
 // runtime's view of it, the restart back-off and the probe results (nil:
 // none). It is pure.
 func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults) Plan {
+	return planEphemeral(pod, st, computeActions(pod, st, bo, probes))
+}
+
+func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults) Plan {
 	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}}
 	create, attempt, sandboxID := sandboxChanged(pod, st)
 	if create {
-		return planNewSandbox(pod, st, bo, attempt, p)
+		return planNewSandbox(pod, st, bo, probes, attempt, p)
 	}
 	p.SandboxID = sandboxID
 
-	if !initDone(pod, st) {
-		return planInit(pod, st, bo, p)
+	if !initDone(pod, st, probes) {
+		return planInit(pod, st, bo, probes, p)
 	}
 	keep := 0
 	for i := range pod.Spec.Containers {
@@ -129,27 +144,38 @@ func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, pr
 			p.ContainersToStart = append(p.ContainersToStart, i)
 			continue
 		}
-		if cs.Hash != runtime.HashContainer(c) {
-			p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
-			p.ContainersToStart = append(p.ContainersToStart, i)
-			continue
-		}
-		if msg, grace, failed := probeKill(c, cs, probes); failed {
-			// As upstream: killed, and started again at once unless the
-			// pod never restarts (the back-off applies from the next exit).
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
-				msg += ", will be restarted"
+		if k, restart, stop := checkRunning(c, cs, pod.Spec.RestartPolicy != v1.RestartPolicyNever, probes); stop {
+			p.ContainersToKill[cs.ID] = k
+			if restart {
 				p.ContainersToStart = append(p.ContainersToStart, i)
 			}
-			p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: msg, Grace: grace}
 			continue
 		}
 		keep++
 	}
 	if keep == 0 && len(p.ContainersToStart) == 0 && len(p.BackingOff) == 0 {
-		p.KillPod = true // every container is done and none restarts
+		p.KillPod = true // every container is done and none restarts (sidecars stop too)
+		return p
 	}
-	return p
+	return planSidecars(pod, st, bo, probes, p)
+}
+
+// checkRunning says whether a running container must stop: its definition
+// changed (it restarts), or it fails its liveness or startup probe (it
+// restarts if restarts says so, as upstream: at once, the back-off applies
+// from its next exit).
+func checkRunning(c *v1.Container, cs *runtime.ContainerStatus, restarts bool, probes ProbeResults) (KillReason, bool, bool) {
+	if cs.Hash != runtime.HashContainer(c) {
+		return KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}, true, true
+	}
+	msg, grace, failed := probeKill(c, cs, probes)
+	if !failed {
+		return KillReason{}, false, false
+	}
+	if restarts {
+		msg += ", will be restarted"
+	}
+	return KillReason{Name: c.Name, Message: msg, Grace: grace}, restarts, true
 }
 
 // sandboxChanged reports whether a new sandbox is needed (none, not ready,
@@ -180,7 +206,7 @@ func sandboxChanged(pod *v1.Pod, st *runtime.PodStatus) (bool, uint32, string) {
 
 // planNewSandbox restarts the pod from scratch in a new sandbox, unless its
 // restart policy says it has run for good.
-func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, attempt uint32, p Plan) Plan {
+func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults, attempt uint32, p Plan) Plan {
 	p.KillPod = true
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.Containers) != 0 {
 		return p
@@ -193,7 +219,7 @@ func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, attem
 		}
 		toStart = append(toStart, i)
 	}
-	if len(toStart) == 0 && initDone(pod, st) {
+	if len(toStart) == 0 && initDone(pod, st, probes) {
 		return p // initialised and nothing left to run: only kill
 	}
 	p.CreateSandbox, p.Attempt = true, attempt
@@ -212,45 +238,67 @@ func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, attem
 	return p
 }
 
-// initDone reports whether every init container has succeeded in the
-// current sandbox. A pod whose app containers have run in that sandbox has
-// finished its init phase, even if the init containers' records were
-// garbage-collected since; containers of an earlier sandbox do not count:
-// a new sandbox runs the init containers again.
-func initDone(pod *v1.Pod, st *runtime.PodStatus) bool {
-	current := ""
-	if len(st.Sandboxes) > 0 {
-		current = st.Sandboxes[0].ID
-	}
-	inCurrent := func(cs *runtime.ContainerStatus) bool {
-		return cs != nil && (current == "" || cs.SandboxID == "" || cs.SandboxID == current)
-	}
+// initDone reports whether every init container has succeeded (a sidecar:
+// has started) in the current sandbox. A pod whose app containers have run
+// in that sandbox has finished its init phase, even if the init
+// containers' records were garbage-collected since; containers of an
+// earlier sandbox do not count: a new sandbox runs the init containers
+// again.
+func initDone(pod *v1.Pod, st *runtime.PodStatus, probes ProbeResults) bool {
 	for i := range pod.Spec.Containers {
-		if inCurrent(st.Latest(pod.Spec.Containers[i].Name)) {
+		if inCurrentSandbox(st, st.Latest(pod.Spec.Containers[i].Name)) {
 			return true
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		cs := st.Latest(pod.Spec.InitContainers[i].Name)
-		if !inCurrent(cs) || !succeeded(cs) {
+		c := &pod.Spec.InitContainers[i]
+		cs := st.Latest(c.Name)
+		if !inCurrentSandbox(st, cs) {
+			return false
+		}
+		if isSidecar(c) && !sidecarStarted(c, cs, probes) || !isSidecar(c) && !succeeded(cs) {
 			return false
 		}
 	}
 	return true
 }
 
-// planInit advances the init containers strictly in order.
-func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, p Plan) Plan {
+// inCurrentSandbox: the container ran in the pod's newest sandbox.
+func inCurrentSandbox(st *runtime.PodStatus, cs *runtime.ContainerStatus) bool {
+	if cs == nil {
+		return false
+	}
+	return len(st.Sandboxes) == 0 || cs.SandboxID == "" || cs.SandboxID == st.Sandboxes[0].ID
+}
+
+// planInit advances the init containers strictly in order: a regular one
+// must succeed, a sidecar must have started (and is restarted whenever it
+// is not running) before the next one starts.
+func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults, p Plan) Plan {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := st.Latest(c.Name)
-		if len(st.Sandboxes) > 0 && cs != nil && cs.SandboxID != "" && cs.SandboxID != st.Sandboxes[0].ID {
+		if cs != nil && !inCurrentSandbox(st, cs) {
 			cs = nil // ran in an earlier sandbox: runs again in this one
 		}
+		running := cs != nil && cs.State == criv1.ContainerState_CONTAINER_RUNNING
 		switch {
+		case isSidecar(c) && running:
+			if k, restart, stop := checkRunning(c, cs, true, probes); stop {
+				p.ContainersToKill[cs.ID] = k
+				if restart {
+					p.InitToStart = i
+				}
+				return p
+			}
+			if sidecarStarted(c, cs, probes) {
+				continue
+			}
+			return p // wait for its startup probe
+		case isSidecar(c):
 		case succeeded(cs):
 			continue
-		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_RUNNING:
+		case running:
 			return p // wait for it to finish
 		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
 			p.InitFailed, p.KillPod = true, true

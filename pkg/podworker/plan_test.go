@@ -1,7 +1,6 @@
 package podworker
 
 import (
-	"github.com/nodeagent/nodeagent/pkg/probe"
 	"reflect"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 

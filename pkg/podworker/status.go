@@ -36,8 +36,10 @@ type StatusInput struct {
 	// TermMessage reads a finished container's termination message.
 	TermMessage func(c *v1.Container, cs *runtime.ContainerStatus) string
 	// Probes, when set, fills the containers' Started and Ready from the
-	// probe results (before the pod's conditions are derived from them).
-	Probes func(pod *v1.Pod, s *v1.PodStatus)
+	// probe results (before the pod's conditions are derived from them);
+	// Results tells whether sidecars passed their startup probes.
+	Probes  func(pod *v1.Pod, s *v1.PodStatus)
+	Results ProbeResults
 }
 
 // GenerateStatus computes the pod's API status the way the kubelet does.
@@ -73,7 +75,13 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 	}
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, waitReason, true)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, waitReason, false)
-	s.Phase = podPhase(pod, initDone(pod, in.Runtime), s.InitContainerStatuses, s.ContainerStatuses)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		s.EphemeralContainerStatuses = containerStatuses(in, ephemeralContainers(pod), "ContainerCreating", false)
+		for i := range s.EphemeralContainerStatuses {
+			s.EphemeralContainerStatuses[i].Ready = false // never probed, never counted
+		}
+	}
+	s.Phase = podPhase(pod, initDone(pod, in.Runtime, in.Results), s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Old != nil && isTerminal(in.Old.Phase) {
 		s.Phase = in.Old.Phase // a terminal pod never comes back
 	}
@@ -135,7 +143,7 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 	// otherwise (StatusInput.Probes); an init container is ready once it
 	// has succeeded.
 	cs.Ready = running && !in.Terminal
-	if init {
+	if init && !isSidecar(c) {
 		cs.Ready = succeeded(rt)
 	}
 	return cs
@@ -190,8 +198,12 @@ func podPhase(pod *v1.Pod, initialized bool, initStatuses, statuses []v1.Contain
 	if initialized {
 		initStatuses = nil
 	}
+	sidecars := sidecarNames(pod)
 	for _, s := range initStatuses {
 		switch {
+		case sidecars[s.Name]:
+			// Restarted whatever its exit: pending until initialized.
+			pendingInit++
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 		case s.State.Terminated != nil:
 			failedInit++
@@ -251,12 +263,21 @@ func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {
 	completed := s.Phase == v1.PodSucceeded
 	sandboxReady := in.Runtime.ActiveSandbox() != nil
 	var notInit, notReady []string
+	sidecars := sidecarNames(in.Pod)
 	for _, cs := range s.InitContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		switch {
+		case sidecars[cs.Name]:
+			if cs.Started == nil || !*cs.Started {
+				notInit = append(notInit, cs.Name)
+			}
+			if !cs.Ready { // sidecars count for the pod's readiness
+				notReady = append(notReady, cs.Name)
+			}
+		case cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0:
 			notInit = append(notInit, cs.Name)
 		}
 	}
-	if initDone(in.Pod, in.Runtime) {
+	if initDone(in.Pod, in.Runtime, in.Results) {
 		notInit = nil
 	}
 	for _, cs := range s.ContainerStatuses {

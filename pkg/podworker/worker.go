@@ -276,12 +276,6 @@ func (w *worker) warnUnsupported(pod *v1.Pod) {
 	if len(pod.Spec.Volumes) > 0 {
 		missing = append(missing, "volumes")
 	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			missing = append(missing, "sidecar containers (they run as ordinary init containers)")
-			break
-		}
-	}
 	if len(missing) > 0 {
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "Unsupported", "This node agent does not support %s yet: they are ignored", strings.Join(missing, ", "))
 	}
@@ -356,7 +350,7 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 		Pod: pod, Runtime: st, Old: w.status, Waiting: waiting,
 		HostIP: w.m.cfg.NodeIP, RuntimeName: w.m.cfg.RuntimeName, StartTime: w.startTime, Now: w.m.now(),
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
-		Probes: w.m.probes.UpdatePodStatus,
+		Probes: w.m.probes.UpdatePodStatus, Results: w.m.probes,
 	})
 	w.applyFailureLocked(&status)
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)

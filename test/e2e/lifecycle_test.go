@@ -271,3 +271,55 @@ spec:
 		}
 	}
 }
+
+// A sidecar (an init container that restarts always) starts before the
+// app, keeps running beside it, and is stopped after it once the app has
+// completed; the pod's phase follows the app.
+func TestSidecarOutlivesApp(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("sidecar.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: sidecar}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  initContainers:
+  - name: side
+    image: `+framework.BusyboxImage+`
+    restartPolicy: Always
+    command: ["sh", "-c", "trap 'echo side-term; exit 0' TERM; echo side-start; sleep 3600 & wait"]
+  containers:
+  - name: app
+    image: `+framework.BusyboxImage+`
+    command: ["sh", "-c", "until [ -f /tmp/done ]; do sleep 0.2; done; echo app-done"]
+`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("sidecar", podTimeout, func(p *v1.Pod) bool {
+		return running(p) && len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side, app := status(t, p, "side"), status(t, p, "app")
+	if !side.State.Running.StartedAt.Before(&app.State.Running.StartedAt) && !side.State.Running.StartedAt.Equal(&app.State.Running.StartedAt) {
+		t.Errorf("the app started (%s) before the sidecar (%s)", app.State.Running.StartedAt, side.State.Running.StartedAt)
+	}
+	if !hasCondition(p, v1.PodInitialized, v1.ConditionTrue) || !hasCondition(p, v1.PodReady, v1.ConditionTrue) {
+		t.Errorf("conditions with the sidecar running: %+v", p.Status.Conditions)
+	}
+	execIn(t, p, "app", "touch", "/tmp/done")
+	p, err = a.WaitPod("sidecar", podTimeout, func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodSucceeded && p.Status.InitContainerStatuses[0].State.Terminated != nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sideEnd, appEnd := status(t, p, "side").State.Terminated.FinishedAt, status(t, p, "app").State.Terminated.FinishedAt
+	if sideEnd.Before(&appEnd) {
+		t.Errorf("the sidecar finished (%s) before the app (%s)", sideEnd, appEnd)
+	}
+	if got := readLog(t, a, p, "side", 0); got != "side-start\nside-term" {
+		t.Errorf("sidecar log %q: want it started, then stopped with SIGTERM", got)
+	}
+}
