@@ -112,7 +112,9 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 // reads of one pod only when it is bound to the node. Creates (mirror
 // pods, evictions), deletes and status writes pass as upstream's rules
 // let them, for NodeRestriction to narrow; the pod itself is not
-// updated by nodes.
+// updated by nodes, and no other subresource is theirs to read or write
+// (ephemeral containers are a user's debugging tool, log and exec the
+// node's own API).
 func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri requestInfo) bool {
 	switch ri.Verb {
 	case "list", "watch":
@@ -128,6 +130,9 @@ func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri requestInfo) 
 		return ri.Subresource == ""
 	case "update", "patch":
 		return ri.Subresource == "status"
+	}
+	if ri.Subresource != "" {
+		return false
 	}
 	obj, err := s.store("/v1/pods").Get(r.Context(), ri.Namespace, ri.Name)
 	if err != nil {

@@ -119,7 +119,7 @@ func (s *Server) resourceList(group, version string) *metav1.APIResourceList {
 func subresourceDiscovery(res *registry.Resource, sub string) metav1.APIResource {
 	r := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.GVK.Kind}
 	switch sub {
-	case "status":
+	case "status", "ephemeralcontainers":
 		r.Verbs = []string{"get", "patch", "update"}
 	case "scale":
 		r.Group, r.Version, r.Kind = "autoscaling", "v1", "Scale"

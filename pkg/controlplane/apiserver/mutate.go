@@ -133,7 +133,7 @@ func (h *resourceHandler) setNamespace(m metav1.Object) error {
 }
 
 func (h *resourceHandler) update(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
-	if h.ri.Subresource != "" && h.ri.Subresource != "status" {
+	if !wholeObjectSubresources[h.ri.Subresource] {
 		return h.updateSubresource(ctx, w, r)
 	}
 	obj, err := h.decode(r)
@@ -221,18 +221,13 @@ func (h *resourceHandler) prepareUpdate(obj, existing runtime.Object) (runtime.O
 	if h.res.Default != nil {
 		h.res.Default(obj)
 	}
-	switch {
-	case h.ri.Subresource == "status" && h.res.PrepareForStatusUpdate != nil:
-		h.res.PrepareForStatusUpdate(obj, existing)
-	case h.ri.Subresource == "" && h.res.PrepareForUpdate != nil:
-		h.res.PrepareForUpdate(obj, existing)
+	prepare, validate := h.updateHooks()
+	if prepare != nil {
+		prepare(obj, existing)
 	}
 	var errs field.ErrorList
-	if h.res.Validate != nil && h.ri.Subresource == "" {
-		errs = append(errs, h.res.Validate(obj)...)
-	}
-	if h.res.ValidateUpdate != nil {
-		errs = append(errs, h.res.ValidateUpdate(obj, existing)...)
+	for _, check := range validate {
+		errs = append(errs, check(obj, existing)...)
 	}
 	if len(errs) > 0 {
 		return nil, h.invalid(old.GetName(), errs)
@@ -245,7 +240,7 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 func (h *resourceHandler) patch(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
-	if h.ri.Subresource != "" && h.ri.Subresource != "status" {
+	if !wholeObjectSubresources[h.ri.Subresource] {
 		return h.updateSubresource(ctx, w, r)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))

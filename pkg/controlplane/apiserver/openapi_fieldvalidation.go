@@ -99,7 +99,7 @@ func stripDirectives(v interface{}) interface{} {
 // for bodies that are not checked.
 func (h *resourceHandler) fieldValidationTarget() runtime.Object {
 	switch sub := h.ri.Subresource; sub {
-	case "", "status", "finalize":
+	case "", "status", "finalize", "ephemeralcontainers":
 		return h.res.New()
 	default:
 		if sk, ok := subresourceKinds[sub]; ok {

@@ -295,7 +295,7 @@ func resourcePaths(res *registry.Resource, def func(runtime.Object) string) []*o
 		p := &oaPath{Path: collection + "/{name}/" + sub, GV: gvPath(gv), Params: itemParams, Ops: map[string]*oaOp{}}
 		suffix := upperFirst(sub)
 		switch sk, ok := subresourceKinds[sub]; {
-		case sub == "status" || sub == "scale":
+		case sub == "status" || sub == "scale" || sub == "ephemeralcontainers":
 			body := self
 			if ok {
 				body = def(sk.obj)

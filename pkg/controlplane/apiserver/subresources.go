@@ -29,7 +29,8 @@ func errNodeAPI(sub string) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not available yet: the API server does not proxy to the node's API in this version", sub))
 }
 
-// getSubresource serves GET on status, scale and the node's streams.
+// getSubresource serves GET on scale and the node's streams; status and
+// ephemeralcontainers answer with the object itself, as upstream.
 func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case nodeStreaming[h.ri.Subresource]:
@@ -119,7 +120,8 @@ func (h *resourceHandler) evict(ctx context.Context, w http.ResponseWriter, r *h
 	return nil
 }
 
-// updateSubresource serves PUT/PATCH on scale and finalize.
+// updateSubresource serves PUT/PATCH on scale and finalize (status and
+// ephemeralcontainers take the main update path: wholeObjectSubresources).
 func (h *resourceHandler) updateSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	switch h.ri.Subresource {
 	case "scale":

@@ -9,7 +9,9 @@
 // Hooks work on the versioned (k8s.io/api) types directly: there is no
 // internal version. A create runs Default, PrepareForCreate, Validate; an
 // update runs Default, PrepareForUpdate, ValidateUpdate; a status update runs
-// PrepareForStatusUpdate, ValidateStatusUpdate. Generic metadata (uid,
+// PrepareForStatusUpdate, ValidateStatusUpdate; an update through
+// pods/ephemeralcontainers runs Default, PrepareForEphemeralContainersUpdate,
+// ValidateEphemeralContainersUpdate. Generic metadata (uid,
 // creationTimestamp, resourceVersion, generateName, deletion) is the HTTP
 // layer's business, as are the allocation of service cluster IPs and node
 // ports and the semantics of the connect/action subresources (log, exec,

@@ -21,7 +21,7 @@ var pods = &Resource{
 	Categories:   categoriesAll,
 	Namespaced:   true,
 	Verbs:        allVerbs,
-	Subresources: []string{"attach", "binding", "eviction", "exec", "log", "portforward", "status"},
+	Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"},
 	New:          func() runtime.Object { return &v1.Pod{} },
 	NewList:      func() runtime.Object { return &v1.PodList{} },
 
@@ -34,6 +34,9 @@ var pods = &Resource{
 	ValidateStatusUpdate:   check2(validatePodStatusUpdate),
 	FieldSet:               fieldSet(true, podFields),
 	Table:                  table(podColumns, podRow),
+
+	PrepareForEphemeralContainersUpdate: hook2(preparePodForEphemeralContainersUpdate),
+	ValidateEphemeralContainersUpdate:   check2(podspec.ValidateEphemeralContainersUpdate),
 }
 
 // preparePodForCreate resets status to what a new pod reports: Pending with

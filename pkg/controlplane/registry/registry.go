@@ -52,6 +52,12 @@ type Resource struct {
 	// PrepareForFinalize and ValidateFinalize serve namespaces/finalize.
 	PrepareForFinalize func(obj, old runtime.Object)
 	ValidateFinalize   func(obj, old runtime.Object) field.ErrorList
+	// PrepareForEphemeralContainersUpdate and
+	// ValidateEphemeralContainersUpdate serve pods/ephemeralcontainers: the
+	// request carries a whole Pod, of which only the ephemeral containers
+	// are kept.
+	PrepareForEphemeralContainersUpdate func(obj, old runtime.Object)
+	ValidateEphemeralContainersUpdate   func(obj, old runtime.Object) field.ErrorList
 	// GetScale and SetScale serve the scale subresource (autoscaling/v1
 	// Scale): GetScale reads it from obj, SetScale validates s and applies
 	// its spec.replicas to obj.
@@ -77,17 +83,18 @@ func (r *Resource) HasSubresource(name string) bool {
 // SubresourceVerbs gives the discovery verbs of a subresource, as upstream
 // advertises them.
 var SubresourceVerbs = map[string][]string{
-	"status":      {"get", "patch", "update"},
-	"scale":       {"get", "patch", "update"},
-	"binding":     {"create"},
-	"eviction":    {"create"},
-	"log":         {"get"},
-	"exec":        {"create", "get"},
-	"attach":      {"create", "get"},
-	"portforward": {"create", "get"},
-	"proxy":       {"create", "delete", "get", "patch", "update"},
-	"token":       {"create"},
-	"finalize":    {"update"},
+	"status":              {"get", "patch", "update"},
+	"scale":               {"get", "patch", "update"},
+	"ephemeralcontainers": {"get", "patch", "update"},
+	"binding":             {"create"},
+	"eviction":            {"create"},
+	"log":                 {"get"},
+	"exec":                {"create", "get"},
+	"attach":              {"create", "get"},
+	"portforward":         {"create", "get"},
+	"proxy":               {"create", "delete", "get", "patch", "update"},
+	"token":               {"create"},
+	"finalize":            {"update"},
 }
 
 // Upstream's discovery verbs.

@@ -100,7 +100,7 @@ func TestDiscovery(t *testing.T) {
 		subresources       []string
 	}{
 		{Lookup("", "v1", "pods"), "pod", []string{"po"}, []string{"all"}, all,
-			[]string{"attach", "binding", "eviction", "exec", "log", "portforward", "status"}},
+			[]string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"}},
 		{Lookup("apps", "v1", "deployments"), "deployment", []string{"deploy"}, []string{"all"}, all, []string{"scale", "status"}},
 		{Lookup("", "v1", "services"), "service", []string{"svc"}, []string{"all"},
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"proxy", "status"}},
