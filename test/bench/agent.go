@@ -37,6 +37,7 @@ type agentRunner struct {
 	cri     *nart.Client
 	watch   *runningWatch
 	timeout time.Duration
+	logPath string // where shutdown keeps the agent's log
 }
 
 func measureAgent(ctx context.Context, cl *cleanups, cri *nart.Client, watch *runningWatch, bin, base string, o options) (agentResult, error) {
@@ -49,7 +50,7 @@ func measureAgent(ctx context.Context, cl *cleanups, cri *nart.Client, watch *ru
 	if err := a.Start(); err != nil {
 		return res, err
 	}
-	r := &agentRunner{a: a, cri: cri, watch: watch, timeout: o.timeout}
+	r := &agentRunner{a: a, cri: cri, watch: watch, timeout: o.timeout, logPath: agentLogPath}
 	cl.add("stop the agent", r.shutdown)
 	pid, err := findPidByArgs("--root-dir", a.RootDir)
 	if err != nil {
@@ -127,8 +128,13 @@ func (r *agentRunner) start(ctx context.Context, names []string) ([]podTiming, e
 // publish writes a manifest atomically; t0 is taken just before the rename
 // that makes it visible to the agent.
 func (r *agentRunner) publish(name string) (time.Time, error) {
+	return r.publishManifest(name, manifest(name))
+}
+
+// publishManifest writes content as the manifest of name, atomically.
+func (r *agentRunner) publishManifest(name string, content []byte) (time.Time, error) {
 	tmp := filepath.Join(r.a.Dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, manifest(name), 0o644); err != nil {
+	if err := os.WriteFile(tmp, content, 0o644); err != nil {
 		return time.Time{}, err
 	}
 	t0 := time.Now()
@@ -253,7 +259,7 @@ func (r *agentRunner) shutdown(ctx context.Context) error {
 		_ = sleepCtx(ctx, 200*time.Millisecond)
 	}
 	err := r.a.Stop()
-	if werr := os.WriteFile(agentLogPath, []byte(r.a.Logs()), 0o644); werr != nil {
+	if werr := os.WriteFile(r.logPath, []byte(r.a.Logs()), 0o644); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	return err

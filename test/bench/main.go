@@ -5,6 +5,7 @@
 //
 //	go run ./test/bench -pods 30 -reps 20
 //	go run ./test/bench -only sched,api   # the sections without containerd
+//	go run ./test/bench -only probes      # the probes' CPU cost alone
 //
 // Sections, selected with -only (default all), run in this order:
 //
@@ -13,12 +14,16 @@
 //   - flow: API create -> Running through scheduler and agent, beside the
 //     raw CRI floor in the same run (flow.go; -reps, -flow-pods), root and
 //     containerd.
+//   - probes: the CPU time of the agent, containerd and its shims with 100
+//     pods running, without and with an exec liveness probe (10 s) and an
+//     httpGet readiness probe (1 s) each (probes.go; -probe-window), root
+//     and containerd.
 //   - sched: scheduler throughput over fake nodes (sched.go; -sched-nodes,
 //     -sched-pods).
 //   - api: the API server (api*.go; -api-pods, -api-cpuprofile; -api-only
 //     and -skip-api are older spellings of -only api and of leaving it out).
 //
-// The agent and flow sections run in one process against the dedicated
+// The agent, flow and probes sections run in one process against the dedicated
 // "test" containerd instance (hack/containerd.sh); each removes its pods
 // and stops its agent before the next. The agent section:
 //
@@ -63,7 +68,7 @@ import (
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
-var only = flag.String("only", "", "comma-separated sections to run, of agent, flow, sched, api (default all)")
+var only = flag.String("only", "", "comma-separated sections to run, of agent, flow, probes, sched, api (default all)")
 
 type options struct {
 	pods    int
@@ -103,7 +108,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := checkFlags(o, secs); err != nil {
 		return err
 	}
-	if secs["agent"] || secs["flow"] {
+	if secs["agent"] || secs["flow"] || secs["probes"] {
 		if err := runRuntime(ctx, o, secs); err != nil {
 			return interrupted(ctx, err)
 		}
@@ -122,7 +127,7 @@ func run(ctx context.Context, o options) (err error) {
 }
 
 // sectionNames are the sections in the order they run.
-var sectionNames = []string{"agent", "flow", "sched", "api"}
+var sectionNames = []string{"agent", "flow", "probes", "sched", "api"}
 
 // parseSections reads -only (and the older -api-only and -skip-api).
 func parseSections(list string) (map[string]bool, error) {
@@ -165,6 +170,9 @@ func checkFlags(o options, secs map[string]bool) error {
 	if secs["flow"] && (*flowPods < 1 || *flowPods > 110) {
 		errs = append(errs, fmt.Errorf("-flow-pods %d: between 1 and 110 (the node's max pods)", *flowPods))
 	}
+	if secs["probes"] && *probeWindow < livenessPeriodSecs*time.Second {
+		errs = append(errs, fmt.Errorf("-probe-window %s: at least %ds (one liveness period)", *probeWindow, livenessPeriodSecs))
+	}
 	if secs["sched"] && (*schedNodes < 1 || *schedPods < 1) {
 		errs = append(errs, fmt.Errorf("-sched-nodes %d, -sched-pods %d: at least 1 each", *schedNodes, *schedPods))
 	}
@@ -184,11 +192,11 @@ type runtimeEnv struct {
 }
 
 // runRuntime runs the sections that use the test containerd instance:
-// the agent section, then the flow section. Each stops its agent and
-// removes its pods before the next starts.
+// the agent section, the flow section, then the probes section. Each
+// stops its agent and removes its pods before the next starts.
 func runRuntime(ctx context.Context, o options, secs map[string]bool) (err error) {
 	if os.Geteuid() != 0 {
-		return errors.New("the agent and flow sections need root (containerd, runc, CNI); -only sched,api runs without")
+		return errors.New("the agent, flow and probes sections need root (containerd, runc, CNI); -only sched,api runs without")
 	}
 	var cl cleanups
 	defer func() {
@@ -242,6 +250,14 @@ func runRuntime(ctx context.Context, o options, secs map[string]bool) (err error
 		}
 		if err := runFlow(ctx, env); err != nil {
 			return fmt.Errorf("flow section: %w", err)
+		}
+	}
+	if secs["probes"] {
+		if secs["agent"] || secs["flow"] {
+			fmt.Println()
+		}
+		if err := runProbes(ctx, env); err != nil {
+			return fmt.Errorf("probes section: %w", err)
 		}
 	}
 	return nil

@@ -43,8 +43,10 @@ func benchPod(name string) *v1.Pod {
 }
 
 // manifest is the pod as a manifest file (JSON is YAML).
-func manifest(name string) []byte {
-	b, err := json.Marshal(benchPod(name))
+func manifest(name string) []byte { return mustJSON(benchPod(name)) }
+
+func mustJSON(pod *v1.Pod) []byte {
+	b, err := json.Marshal(pod)
 	if err != nil {
 		panic(err) // a v1.Pod always marshals
 	}

@@ -58,21 +58,42 @@ func readUsage(pid int) (usage, error) {
 			u.hwmKiB = kib(v)
 		}
 	}
+	st, err := readStat(pid)
+	u.cpu = st.self
+	return u, err
+}
+
+// procStat is a process's CPU time from /proc/<pid>/stat.
+type procStat struct {
+	start    uint64        // starttime, in clock ticks after boot: tells a reused pid apart
+	self     time.Duration // utime+stime
+	children time.Duration // cutime+cstime: of the children it has waited for
+}
+
+func readStat(pid int) (procStat, error) {
+	var s procStat
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return u, err
+		return s, err
 	}
 	// Fields after the command name (which may hold spaces), from field 3:
-	// utime and stime are fields 14 and 15.
-	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return u, fmt.Errorf("/proc/%d/stat: short", pid)
+	// utime, stime, cutime and cstime are fields 14 to 17, starttime 22.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 > len(stat) {
+		return s, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	u.cpu = time.Duration(ut+st) * time.Second / userHZ
-	return u, nil
+	f := strings.Fields(string(stat[i+2:]))
+	if len(f) < 20 {
+		return s, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	n := func(i int) int64 {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		return v
+	}
+	s.self = time.Duration(n(11)+n(12)) * time.Second / userHZ
+	s.children = time.Duration(n(13)+n(14)) * time.Second / userHZ
+	s.start, _ = strconv.ParseUint(f[19], 10, 64)
+	return s, nil
 }
 
 func kib(v string) int64 {

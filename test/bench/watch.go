@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -16,12 +17,14 @@ const pollEvery = 5 * time.Millisecond
 
 // runningWatch polls CRI ListContainers and remembers, per pod name label,
 // the first running container seen and when. It runs during the raw and
-// the agent phases alike, so both put the same load on containerd.
+// the agent phases alike, so both put the same load on containerd. The
+// probes section pauses it while it measures containerd's CPU time.
 type runningWatch struct {
-	cri  *nart.Client
-	mu   sync.Mutex
-	seen map[string]sighting // pod name -> first running container
-	uids map[string]bool     // every pod UID seen, for cleaning up cgroups
+	cri    *nart.Client
+	paused atomic.Bool
+	mu     sync.Mutex
+	seen   map[string]sighting // pod name -> first running container
+	uids   map[string]bool     // every pod UID seen, for cleaning up cgroups
 }
 
 type sighting struct {
@@ -43,6 +46,9 @@ func (w *runningWatch) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if w.paused.Load() {
+			continue
+		}
 		cs, err := w.cri.ListContainers(ctx, running)
 		if err != nil {
 			continue
@@ -59,6 +65,11 @@ func (w *runningWatch) loop(ctx context.Context) {
 		w.mu.Unlock()
 	}
 }
+
+// pause stops the polling until resume.
+func (w *runningWatch) pause() { w.paused.Store(true) }
+
+func (w *runningWatch) resume() { w.paused.Store(false) }
 
 // addUID remembers a pod UID seen elsewhere (a swept sandbox).
 func (w *runningWatch) addUID(uid string) {
