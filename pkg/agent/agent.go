@@ -19,6 +19,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 	"github.com/nodeagent/nodeagent/pkg/server"
 	"github.com/nodeagent/nodeagent/pkg/staticpod"
 )
@@ -88,6 +89,11 @@ func Run(ctx context.Context, o Options) error {
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),
 	}
+	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
+	if api != nil {
+		host.Getter, wcfg.Objects = api.Objects, api.Objects
+	}
+	wcfg.Volumes = volume.NewManager(host, volume.DefaultPlugins(host), log.With("component", "volumes"))
 	if api != nil {
 		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
 		wcfg.SourcesReady = api.SourcesReady

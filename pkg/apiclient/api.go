@@ -67,6 +67,7 @@ type Config struct {
 
 // API is every API-side component of the agent, assembled.
 type API struct {
+	Objects  Objects
 	Node     *NodeStatus
 	Watch    *NodeWatch
 	Lease    *Lease
@@ -87,7 +88,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &API{log: cfg.Logger}
+	a := &API{log: cfg.Logger, Objects: Objects{Client: cfg.Client}}
 	var err error
 	if a.Node, err = NewNodeStatus(NodeConfig{
 		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,

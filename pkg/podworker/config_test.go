@@ -11,6 +11,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -229,10 +230,19 @@ func TestBuildContainerConfig(t *testing.T) {
 		t.Errorf("mounts = %v, want %v", cfg.Mounts, wantMounts)
 	}
 	// A volume at /etc/hosts replaces the managed file.
-	c.VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/etc/hosts"}}
-	if cfg, _ = buildContainerConfig(pod, c, in); len(cfg.Mounts) != 1 || cfg.Mounts[0].ContainerPath != "/dev/termination-log" {
-		t.Errorf("with an /etc/hosts volume, mounts = %v", cfg.Mounts)
+	c.VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/etc/hosts", ReadOnly: true}}
+	if _, err := buildContainerConfig(pod, c, in); err == nil || err.Error() != `cannot find volume "h" to mount into container "main"` {
+		t.Errorf("a mount of a missing volume: err %v", err)
 	}
+	in.Volumes = map[string]volume.Mounted{"h": {HostPath: "/srv/hosts"}}
+	wantMounts = []*criv1.Mount{
+		{ContainerPath: "/etc/hosts", HostPath: "/srv/hosts", Readonly: true},
+		{ContainerPath: "/dev/termination-log", HostPath: "/var/lib/x/termlog"},
+	}
+	if cfg, _ = buildContainerConfig(pod, c, in); !reflect.DeepEqual(cfg.Mounts, wantMounts) {
+		t.Errorf("with an /etc/hosts volume, mounts = %v, want %v", cfg.Mounts, wantMounts)
+	}
+	in.Volumes = nil
 	// A config error stops the build.
 	c.Env = append(c.Env, fieldEnv("BAD", "spec.bogus"))
 	if _, err := buildContainerConfig(pod, c, in); err == nil {

@@ -10,6 +10,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
 // containerInputs is everything a container's CRI config depends on beyond
@@ -24,6 +25,8 @@ type containerInputs struct {
 	EtcHostsPath    string // host file mounted at /etc/hosts, "" for none
 	Allocatable     v1.ResourceList
 	PidTarget       string // container whose PID namespace to join (ephemeral containers)
+	EnvObjects      envObjects
+	Volumes         map[string]volume.Mounted // the pod's volumes, by name
 }
 
 // configError is a container configuration problem the user must fix
@@ -46,6 +49,10 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 	for i, s := range c.Args {
 		args[i] = expand(s, lookup)
 	}
+	mounts, err := containerMounts(pod, c, in, envs)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &criv1.ContainerConfig{
 		Metadata:    &criv1.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Image:       &criv1.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
@@ -59,7 +66,7 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
-		Mounts:      containerMounts(c, in),
+		Mounts:      mounts,
 		Linux: &criv1.LinuxContainerConfig{
 			Resources:       containerResources(pod, c, in.Allocatable.Memory().Value()),
 			SecurityContext: containerSecurity(pod, c),
@@ -72,15 +79,22 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 	return cfg, nil
 }
 
-func containerMounts(c *v1.Container, in containerInputs) []*criv1.Mount {
-	var mounts []*criv1.Mount
+func containerMounts(pod *v1.Pod, c *v1.Container, in containerInputs, envs []*criv1.KeyValue) ([]*criv1.Mount, error) {
+	env := make(map[string]string, len(envs))
+	for _, e := range envs {
+		env[e.Key] = string(e.Value)
+	}
+	mounts, err := volumeMounts(pod, c, in.Volumes, env)
+	if err != nil {
+		return nil, err
+	}
 	if in.EtcHostsPath != "" && !mountsPath(c, "/etc/hosts") {
 		mounts = append(mounts, &criv1.Mount{ContainerPath: "/etc/hosts", HostPath: in.EtcHostsPath})
 	}
 	if in.TermMessagePath != "" && c.TerminationMessagePath != "" {
 		mounts = append(mounts, &criv1.Mount{ContainerPath: c.TerminationMessagePath, HostPath: in.TermMessagePath})
 	}
-	return mounts
+	return mounts, nil
 }
 
 func mountsPath(c *v1.Container, p string) bool {
@@ -112,13 +126,8 @@ func makeEnv(pod *v1.Pod, c *v1.Container, in containerInputs) ([]*criv1.KeyValu
 		defined[k] = v
 	}
 	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
-	for _, from := range c.EnvFrom {
-		if from.ConfigMapRef != nil && !isOptional(from.ConfigMapRef.Optional) {
-			return nil, &configError{fmt.Sprintf("configmap %q not found", from.ConfigMapRef.Name)}
-		}
-		if from.SecretRef != nil && !isOptional(from.SecretRef.Optional) {
-			return nil, &configError{fmt.Sprintf("secret %q not found", from.SecretRef.Name)}
-		}
+	if _, err := envFromSources(c, pod.Namespace, in.EnvObjects, set); err != nil {
+		return nil, err
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
@@ -150,16 +159,8 @@ func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, in contain
 	case src.ResourceFieldRef != nil:
 		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, in.Allocatable)
 		return v, err == nil, err
-	case src.ConfigMapKeyRef != nil:
-		if isOptional(src.ConfigMapKeyRef.Optional) {
-			return "", false, nil
-		}
-		return "", false, &configError{fmt.Sprintf("configmap %q not found", src.ConfigMapKeyRef.Name)}
-	case src.SecretKeyRef != nil:
-		if isOptional(src.SecretKeyRef.Optional) {
-			return "", false, nil
-		}
-		return "", false, &configError{fmt.Sprintf("secret %q not found", src.SecretKeyRef.Name)}
+	case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil:
+		return keyRefValue(src, pod.Namespace, in.EnvObjects)
 	}
 	return "", false, nil
 }

@@ -17,6 +17,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
 // minGracePeriod is the kubelet's floor for a container's stop timeout.
@@ -60,6 +61,11 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
+	if startsAny(plan) {
+		if target.volumes, err = w.setUpVolumes(ctx, pod, podIPs); err != nil {
+			return err // containers wait for their volumes (ContainerCreating)
+		}
+	}
 	w.startEphemeral(ctx, pod, plan.EphemeralToStart, target)
 	if plan.InitToStart >= 0 {
 		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], target)
@@ -69,7 +75,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	}
 	for name, d := range plan.BackingOff {
 		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
+		w.m.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
 	}
 	return nil
 }
@@ -81,6 +87,23 @@ func (w *worker) startParallel(ctx context.Context, pod *v1.Pod, list []v1.Conta
 		wg.Go(func() { w.startContainer(ctx, pod, &list[i], target) })
 	}
 	wg.Wait()
+}
+
+// startsAny: the plan starts some container.
+func startsAny(p Plan) bool {
+	return p.InitToStart >= 0 || len(p.ContainersToStart)+len(p.SidecarsToStart)+len(p.EphemeralToStart) > 0
+}
+
+// refreshVolumes sets a running pod's volumes up again, so that config
+// map, secret and downward API changes reach its containers.
+func (w *worker) refreshVolumes(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus) {
+	sb := st.ActiveSandbox()
+	if sb == nil || len(pod.Spec.Volumes) == 0 {
+		return
+	}
+	if _, err := w.setUpVolumes(ctx, pod, sb.IPs); err != nil {
+		w.log.Warn("refresh volumes", "err", err)
+	}
 }
 
 func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
@@ -144,6 +167,7 @@ type startTarget struct {
 	podIPs    []string
 	status    *runtime.PodStatus
 	pidTarget string // an ephemeral container's target container ID
+	volumes   map[string]volume.Mounted
 }
 
 // startContainer pulls, creates and starts one container, recording why
@@ -174,17 +198,17 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 			reason = "CreateContainerConfigError"
 		}
 		w.setWaiting(c.Name, Waiting{reason, err.Error()})
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
-	w.m.events.Eventf(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := w.m.cfg.Runtime.StartContainer(ctx, id); err != nil {
 		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
 	w.clearWaiting(c.Name)
-	w.m.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	podIP := ""
 	if len(t.podIPs) > 0 {
 		podIP = t.podIPs[0]
@@ -211,10 +235,15 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			os.Remove(termPath)
 		}
 	}()
+	envObjs, err := fetchEnvObjects(ctx, w.m.cfg.Objects, pod.Namespace, c)
+	if err != nil {
+		return "", err
+	}
 	in := containerInputs{
 		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
 		ImageRef: imageRef, RestartCount: restartCount,
 		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable, PidTarget: t.pidTarget,
+		EnvObjects: envObjs, Volumes: t.volumes,
 	}
 	if !pod.Spec.HostNetwork {
 		// Written with the sandbox; written here too when that step failed
@@ -306,7 +335,7 @@ func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[stri
 			if k.Grace != nil {
 				g = max(*k.Grace, minGracePeriod)
 			}
-			w.m.events.Eventf(pod, v1.EventTypeNormal, "Killing", "%s", k.Message)
+			w.m.events.Eventf(containerRefByName(pod, k.Name), v1.EventTypeNormal, "Killing", "%s", k.Message)
 			g = w.runPreStop(ctx, pod, k.Name, id, g)
 			if err := w.m.cfg.Runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
 				w.log.Error("stop container failed", "container", k.Name, "err", err)

@@ -51,29 +51,29 @@ type puller struct {
 func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig) (string, error) {
 	if _, err := name.ParseReference(c.Image); err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
-		p.events.Eventf(pod, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "InspectFailed", "%s", msg)
 		return "", &pullError{ReasonInvalidImageName, msg}
 	}
 	spec := &criv1.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	present, err := p.images.ImageStatus(ctx, spec, false)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
-		p.events.Eventf(pod, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "InspectFailed", "%s", msg)
 		return "", &pullError{ReasonImageInspectError, msg}
 	}
 	ref := present.GetImage().GetId()
 	if ref != "" && c.ImagePullPolicy != v1.PullAlways {
-		p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 		return ref, nil
 	}
 	if ref == "" && c.ImagePullPolicy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		p.events.Eventf(pod, v1.EventTypeWarning, ReasonErrImageNeverPull, "%s", msg)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, ReasonErrImageNeverPull, "%s", msg)
 		return "", &pullError{ReasonErrImageNeverPull, msg}
 	}
 	key := pullKey(pod, c)
 	if p.backoff.IsInBackOffSinceUpdate(key, p.backoff.Clock.Now()) {
-		p.events.Eventf(pod, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		return "", &pullError{ReasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)}
 	}
 	return p.pull(ctx, pod, c, spec, sb, key)
@@ -86,20 +86,20 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *c
 	}
 	if p.limiter != nil && !p.limiter.TryAccept() {
 		msg := fmt.Sprintf("Failed to pull image %q: pull QPS exceeded", c.Image)
-		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "%s", msg)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "%s", msg)
 		return "", &pullError{ReasonErrImagePull, msg}
 	}
-	p.events.Eventf(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
 	ref, err := p.images.PullImage(ctx, spec, p.keyring.lookup(c.Image), sb)
 	if err != nil {
 		p.backoff.Next(key, p.backoff.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "%s", msg)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "%s", msg)
 		return "", &pullError{ReasonErrImagePull, msg}
 	}
 	p.backoff.Reset(key)
-	p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
+	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
 	return ref, nil
 }
 

@@ -3,8 +3,6 @@ package podworker
 import (
 	"context"
 	"errors"
-	"github.com/nodeagent/nodeagent/pkg/lifecycle"
-	"github.com/nodeagent/nodeagent/pkg/probe"
 	"log/slog"
 	"sort"
 	"sync"
@@ -14,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodeagent/nodeagent/pkg/lifecycle"
+	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
 // Config holds what the workers need; Runtime, Images and NodeName are
@@ -60,6 +61,12 @@ type Config struct {
 	// HousekeepingPeriod is how often runtime pods unknown to the agent
 	// are looked for and removed.
 	HousekeepingPeriod time.Duration
+
+	// Volumes sets up and tears down pod volumes (nil: pods with volumes
+	// fail to start); Objects reads the config maps and secrets env and
+	// volumes refer to (nil: standalone).
+	Volumes VolumeManager
+	Objects volume.Getter
 
 	// SourcesReady, when set, reports whether every pod source has been
 	// heard from; until then runtime pods the agent does not know are left
@@ -342,6 +349,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 	if !m.seeded || (m.cfg.SourcesReady != nil && !m.cfg.SourcesReady()) {
 		return
 	}
+	m.cleanupVolumesLocked()
 	for uid, ref := range refs {
 		if _, known := m.workers[uid]; known {
 			continue
@@ -377,4 +385,22 @@ func (m *Manager) Pods() []*v1.Pod {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// cleanupVolumesLocked removes the volumes of pods with neither a worker
+// nor a place in the desired set (deleted while the agent was down).
+func (m *Manager) cleanupVolumesLocked() {
+	if m.cfg.Volumes == nil {
+		return
+	}
+	keep := make(map[types.UID]bool, len(m.workers)+len(m.desired))
+	for uid := range m.workers {
+		keep[uid] = true
+	}
+	for uid := range m.desired {
+		keep[uid] = true
+	}
+	if err := m.cfg.Volumes.CleanupOrphans(keep); err != nil {
+		m.log.Warn("housekeeping: remove volumes of removed pods", "err", err)
+	}
 }

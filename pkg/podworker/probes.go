@@ -66,7 +66,7 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return true
 	}
 	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
-	w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
 	w.killContainers(ctx, pod, map[string]KillReason{id: {Name: c.Name, Message: "FailedPostStartHook"}}, gracePeriod(pod))
 	w.setWaiting(c.Name, Waiting{"PostStartHookError", msg})
 	return false
@@ -90,7 +90,7 @@ func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, g
 	}
 	if msg, err := w.m.hooks.Run(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
 		w.log.Warn("preStop hook failed", "container", name, "err", err)
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 	}
 	left := grace - int64(time.Since(start).Seconds())
 	return max(left, minGracePeriod)

@@ -244,6 +244,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		w.m.probes.AddPod(pod)
 		plan := ComputePodActions(pod, st, w.m.backoff, w.m.probes)
 		if plan.Empty() {
+			w.refreshVolumes(ctx, pod, st)
 			break
 		}
 		w.log.Info("sync", "plan", plan.String())
@@ -273,9 +274,6 @@ func (w *worker) warnUnsupported(pod *v1.Pod) {
 	}
 	w.warned = true
 	var missing []string
-	if len(pod.Spec.Volumes) > 0 {
-		missing = append(missing, "volumes")
-	}
 	if len(missing) > 0 {
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "Unsupported", "This node agent does not support %s yet: they are ignored", strings.Join(missing, ", "))
 	}
@@ -466,6 +464,11 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	}
 	if err := removePodCgroups(w.m.cfg.CgroupRoot, pod.UID); err != nil {
 		w.log.Warn("remove pod cgroups", "err", err) // not worth blocking the cleanup for
+	}
+	if w.m.cfg.Volumes != nil {
+		if err := w.m.cfg.Volumes.TearDownPod(pod.UID); err != nil {
+			return err // never remove the pod dir over a mounted volume
+		}
 	}
 	logDir := runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
 	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))

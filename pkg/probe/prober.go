@@ -46,7 +46,7 @@ func (p *prober) probe(ctx context.Context, k Kind, pod *v1.Pod, podIP string, c
 			break
 		}
 	}
-	ref := containerRef(pod, c)
+	ref := ContainerRef(pod, c.Name)
 	switch {
 	case err != nil:
 		p.events.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in unknown state: %v", k, err)
@@ -122,16 +122,27 @@ func ResolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
 	return 0, fmt.Errorf("invalid port number: %v", port)
 }
 
-// containerRef is the object container events are about: the pod, with
-// the container's field path, as the kubelet records them (sidecars are
-// init containers: "spec.initContainers{name}").
-func containerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
-	field := "spec.containers"
-	if isSidecar(pod, c.Name) {
-		field = "spec.initContainers"
-	}
+// ContainerRef is the object container events are about: the pod, with
+// the container's field path (spec.containers{name},
+// spec.initContainers{name} or spec.ephemeralContainers{name}), as the
+// kubelet records them.
+func ContainerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 	return &v1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		ResourceVersion: pod.ResourceVersion, FieldPath: fmt.Sprintf("%s{%s}", field, c.Name),
+		ResourceVersion: pod.ResourceVersion, FieldPath: fieldPath(pod, name),
 	}
+}
+
+func fieldPath(pod *v1.Pod, name string) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return "spec.initContainers{" + name + "}"
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return "spec.ephemeralContainers{" + name + "}"
+		}
+	}
+	return "spec.containers{" + name + "}"
 }

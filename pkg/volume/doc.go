@@ -1,0 +1,18 @@
+// Package volume mounts pod volumes the kubelet's way: one plugin per
+// volume type (emptyDir, hostPath, configMap, secret, downwardAPI,
+// projected, persistentVolumeClaim), each setting a volume up in the pod's
+// volume directory <root>/pods/<uid>/volumes/<plugin>/<name> (plugin names
+// escaped as upstream: "kubernetes.io~empty-dir") before the pod's
+// containers start, and tearing it down after they stopped.
+//
+// Data volumes (configMap, secret, downwardAPI, projected) are written with
+// an atomic writer (timestamped directory, "..data" symlink swapped in one
+// rename), so a container never sees half an update; SetUp is idempotent
+// and called again on every sync to propagate updates. Secrets and
+// projected volumes live on a per-volume tmpfs, never on disk.
+//
+// The Manager keeps the desired volumes of every pod, sets them up when a
+// pod worker asks, and removes the directories of pods that no longer
+// exist (after an agent restart too: mounted volumes of running pods are
+// adopted, not mounted again).
+package volume

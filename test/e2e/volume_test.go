@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeagent/nodeagent/pkg/volume"
+	"github.com/nodeagent/nodeagent/test/framework"
+)
+
+// Node-local volumes of a static pod: emptyDir on disk and in memory,
+// hostPath (created, and checked), downwardAPI, subPath; every one is read
+// from inside the container, and the pod's volume directories are gone
+// after the pod.
+func TestNodeLocalVolumes(t *testing.T) {
+	a := newAgent(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "greeting"), []byte("hello from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteManifest("vols.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: vols
+  labels: {app: vols, tier: test}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; echo written > /scratch/f; sleep 3600 & wait"]
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+    - {name: mem, mountPath: /mem}
+    - {name: host, mountPath: /host, readOnly: true}
+    - {name: made, mountPath: /made}
+    - {name: info, mountPath: /info}
+    - {name: host, mountPath: /greeting, subPath: greeting}
+  volumes:
+  - {name: scratch, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}
+  - {name: host, hostPath: {path: %s, type: Directory}}
+  - {name: made, hostPath: {path: %s, type: DirectoryOrCreate}}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+`, framework.BusyboxImage, host, filepath.Join(host, "made"))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("vols", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{
+		"cat /host/greeting": "hello from the host",
+		"cat /greeting":      "hello from the host",
+		"cat /info/name":     "vols-e2e-node",
+		"cat /info/labels":   "app=\"vols\"\ntier=\"test\"",
+		"cat /scratch/f":     "written",
+		"awk '$2==\"/mem\"{print $3}' /proc/mounts": "tmpfs",
+		"touch /host/x 2>&1 || echo read-only":      "read-only",
+	} {
+		if got := strings.TrimSpace(execIn(t, p, "c", "sh", "-c", cmd)); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", cmd, got, want)
+		}
+	}
+	if size := strings.TrimSpace(execIn(t, p, "c", "sh", "-c", "df -k /mem | tail -1 | awk '{print $2}'")); size != "16384" {
+		t.Errorf("memory emptyDir size %s KiB, want 16384 (sizeLimit 16Mi)", size)
+	}
+	if fi, err := os.Stat(filepath.Join(host, "made")); err != nil || !fi.IsDir() {
+		t.Errorf("DirectoryOrCreate did not create the host directory: %v", err)
+	}
+	// The emptyDir lives in the agent's root, the kubelet's way.
+	dir := volume.VolumeDir(a.RootDir, p.UID, "kubernetes.io/empty-dir", "scratch")
+	if b, err := os.ReadFile(filepath.Join(dir, "f")); err != nil || strings.TrimSpace(string(b)) != "written" {
+		t.Errorf("emptyDir on the host %s: %q %v", dir, b, err)
+	}
+	if err := a.RemoveManifest("vols.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WaitGone("vols", podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the pod's volumes to be removed", func() bool {
+		_, err := os.Stat(volume.PodVolumesDir(a.RootDir, p.UID))
+		return os.IsNotExist(err)
+	})
+	if mountsUnder(t, volume.PodVolumesDir(a.RootDir, p.UID)) {
+		t.Errorf("mounts left under the pod's volumes after the pod")
+	}
+}
+
+// A hostPath whose type check fails keeps the pod's containers from
+// starting, with the kubelet's FailedMount message.
+func TestHostPathTypeCheckFails(t *testing.T) {
+	a := newAgent(t)
+	missing := filepath.Join(t.TempDir(), "absent")
+	if err := a.WriteManifest("badhost.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: badhost}
+spec:
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+    volumeMounts: [{name: h, mountPath: /h}]
+  volumes:
+  - {name: h, hostPath: {path: %s, type: Directory}}
+`, framework.BusyboxImage, missing)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WaitLog(`FailedMount message="MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: `+missing+` is not a directory"`, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Pod("badhost")
+	if err != nil || p == nil {
+		t.Fatalf("pod: %v", err)
+	}
+	if w := status(t, p, "c").State.Waiting; w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("container state %+v, want waiting in ContainerCreating", status(t, p, "c").State)
+	}
+}
+
+// mountsUnder reports whether anything is mounted below dir.
+func mountsUnder(t *testing.T, dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			return true
+		}
+	}
+	return false
+}
