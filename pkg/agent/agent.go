@@ -19,9 +19,9 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
-	"github.com/nodeagent/nodeagent/pkg/volume"
 	"github.com/nodeagent/nodeagent/pkg/server"
 	"github.com/nodeagent/nodeagent/pkg/staticpod"
+	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
 // Version is the agent's version, set at build time.
