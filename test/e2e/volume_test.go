@@ -141,3 +141,66 @@ func mountsUnder(t *testing.T, dir string) bool {
 	}
 	return false
 }
+
+// After an agent restart, the volumes of a running pod are adopted (a
+// memory emptyDir keeps its content: it is not mounted again), and the
+// volumes of a pod removed while the agent was down are cleaned up.
+func TestAgentRestartAdoptsVolumes(t *testing.T) {
+	a := newAgent(t)
+	manifest := func(name string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; echo kept > /mem/f; sleep 3600 & wait"]
+    volumeMounts: [{name: mem, mountPath: /mem}]
+  volumes:
+  - {name: mem, emptyDir: {medium: Memory}}
+`, name, framework.BusyboxImage)
+	}
+	for _, name := range []string{"keep", "drop"} {
+		if err := a.WriteManifest(name+".yaml", manifest(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep, err := a.WaitPod("keep", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop, err := a.WaitPod("drop", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostFile := filepath.Join(volume.VolumeDir(a.RootDir, keep.UID, "kubernetes.io/empty-dir", "mem"), "f")
+	waitUntil(t, podTimeout, "the pod's file in its emptyDir", func() bool { _, err := os.Stat(hostFile); return err == nil })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RemoveManifest("drop.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, podTimeout, "the removed pod's volumes to go", func() bool {
+		_, err := os.Stat(volume.PodVolumesDir(a.RootDir, drop.UID))
+		return os.IsNotExist(err)
+	})
+	p, err := a.WaitPod("keep", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(execIn(t, p, "c", "cat", "/mem/f")); got != "kept" {
+		t.Errorf("memory emptyDir after the restart: %q", got)
+	}
+	if b, err := os.ReadFile(hostFile); err != nil || strings.TrimSpace(string(b)) != "kept" {
+		t.Errorf("the agent remounted the emptyDir on restart: host file %q %v", b, err)
+	}
+	if n := status(t, p, "c").RestartCount; n != 0 {
+		t.Errorf("restarts %d", n)
+	}
+}
