@@ -204,3 +204,45 @@ spec:
 		t.Errorf("restarts %d", n)
 	}
 }
+
+// fsGroup owns writable volumes (group and setgid), so a non-root
+// container can write them; subPathExpr expands the container's env.
+func TestFSGroupAndSubPathExpr(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("fsg.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: fsg}
+spec:
+  terminationGracePeriodSeconds: 2
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000}
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; touch /data/mine; echo in-sub > /sub/f; sleep 3600 & wait"]
+    env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    - {name: data, mountPath: /sub, subPathExpr: "logs/$(POD)"}
+  volumes:
+  - {name: data, emptyDir: {}}
+`, framework.BusyboxImage)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("fsg", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, podTimeout, "the container's files", func() bool {
+		return strings.Contains(execIn(t, p, "c", "ls", "/data"), "mine")
+	})
+	if got := strings.TrimSpace(execIn(t, p, "c", "stat", "-c", "%g %A", "/data")); !strings.HasPrefix(got, "2000 ") || !strings.Contains(got, "s") {
+		t.Errorf("/data: %q, want group 2000 with setgid", got)
+	}
+	if got := strings.TrimSpace(execIn(t, p, "c", "stat", "-c", "%u %g", "/data/mine")); got != "1000 2000" {
+		t.Errorf("a file the container made: owner %q, want 1000 2000 (fsGroup inherited)", got)
+	}
+	host := filepath.Join(volume.VolumeDir(a.RootDir, p.UID, "kubernetes.io/empty-dir", "data"), "logs", "fsg-e2e-node", "f")
+	if b, err := os.ReadFile(host); err != nil || strings.TrimSpace(string(b)) != "in-sub" {
+		t.Errorf("subPathExpr file on the host %s: %q %v", host, b, err)
+	}
+}
