@@ -25,6 +25,12 @@ func (w *worker) setUpVolumes(ctx context.Context, pod *v1.Pod, podIPs []string)
 	if w.m.cfg.Volumes == nil || len(pod.Spec.Volumes) == 0 {
 		return nil, nil
 	}
+	if needsSharedRoot(pod) {
+		if err := volume.MakeRShared(w.m.cfg.RootDir); err != nil {
+			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "mount propagation: %v", err)
+			return nil, err
+		}
+	}
 	mounts, err := w.m.cfg.Volumes.SetUpPod(ctx, pod, podIPs)
 	var se *volume.SetUpError
 	if errors.As(err, &se) {
@@ -78,4 +84,17 @@ func propagation(p *v1.MountPropagationMode) criv1.MountPropagation {
 		return criv1.MountPropagation_PROPAGATION_BIDIRECTIONAL
 	}
 	return criv1.MountPropagation_PROPAGATION_PRIVATE
+}
+
+// needsSharedRoot: some volume mount asks for propagation, which the
+// runtime only grants from a shared mount.
+func needsSharedRoot(pod *v1.Pod) bool {
+	for _, c := range allContainers(pod) {
+		for _, vm := range c.VolumeMounts {
+			if vm.MountPropagation != nil && *vm.MountPropagation != v1.MountPropagationNone {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -99,6 +99,9 @@ func newAgent(t *testing.T) *framework.Agent {
 			t.Errorf("stop agent: %v", err)
 		}
 		sweepRuntime(t)
+		if err := framework.UnmountUnder(a.Dir); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() {
 			t.Logf("agent log:\n%s", a.Logs())
 		}

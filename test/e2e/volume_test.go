@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,5 +245,52 @@ spec:
 	host := filepath.Join(volume.VolumeDir(a.RootDir, p.UID, "kubernetes.io/empty-dir", "data"), "logs", "fsg-e2e-node", "f")
 	if b, err := os.ReadFile(host); err != nil || strings.TrimSpace(string(b)) != "in-sub" {
 		t.Errorf("subPathExpr file on the host %s: %q %v", host, b, err)
+	}
+}
+
+// A hostPath mounted with HostToContainer propagation shows the container
+// a mount made on the host after it started (the source must be a shared
+// mount, as systemd hosts make /).
+func TestHostToContainerPropagation(t *testing.T) {
+	a := newAgent(t)
+	host := t.TempDir()
+	if err := volume.MakeRShared(host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := framework.UnmountUnder(host); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := os.Mkdir(filepath.Join(host, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteManifest("prop.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: prop}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+    volumeMounts: [{name: h, mountPath: /h, mountPropagation: HostToContainer}]
+  volumes:
+  - {name: h, hostPath: {path: %s}}
+`, framework.BusyboxImage, host)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("prop", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", filepath.Join(host, "sub"), "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "sub", "late"), []byte("mounted later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(execIn(t, p, "c", "sh", "-c", "cat /h/sub/late; awk '$2==\"/h/sub\"{print $3}' /proc/mounts")); got != "mounted later\ntmpfs" {
+		t.Errorf("in the container: %q, want the host's later tmpfs", got)
 	}
 }

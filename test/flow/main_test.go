@@ -175,6 +175,9 @@ func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Cl
 		if err := inst.Sweep(cri); err != nil {
 			t.Error(err)
 		}
+		if err := framework.UnmountUnder(a.Dir); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() || os.Getenv("FLOW_AGENT_LOG") != "" {
 			t.Logf("agent %s log:\n%s", node, a.Logs())
 		}
