@@ -81,8 +81,8 @@ var (
 
 // authorizeNode is the node authorizer with the system:node rules: a node
 // reads cluster-wide what an agent needs (nodes, services, endpoints,
-// namespaces), sees only the pods bound to it and reads only the secrets
-// and config maps those pods use. Writes of nodes, leases and pods pass
+// namespaces), sees only the pods bound to it and reads only the secrets,
+// config maps, claims and volumes those pods use. Writes of nodes, leases and pods pass
 // here as upstream's rules let them; the NodeRestriction admission
 // (restrictNode) narrows them to the node's own objects.
 func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resource, ri requestInfo) bool {
@@ -104,6 +104,10 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 		return ri.Subresource == "token" && ri.Verb == "create" && s.nodeRunsServiceAccount(r.Context(), node, ri.Namespace, ri.Name)
 	case "/secrets", "/configmaps":
 		return ri.Verb == "get" && s.usedByNodePod(r.Context(), node, res.Plural, ri.Namespace, ri.Name)
+	case "/persistentvolumeclaims":
+		return s.nodeMayGetClaim(r.Context(), node, ri)
+	case "/persistentvolumes":
+		return s.nodeMayGetVolume(r.Context(), node, ri)
 	}
 	return false
 }

@@ -6,7 +6,7 @@
 //
 // Writes pass upstream's built-in admission in upstream's order: the
 // mutating plugins (NamespaceLifecycle, ServiceAccount,
-// DefaultTolerationSeconds, NodeRestriction) before defaulting and
+// DefaultTolerationSeconds, DefaultStorageClass, NodeRestriction) before defaulting and
 // validation, PodSecurity after them on the final object. Warnings reach
 // the client as Warning headers.
 package apiserver

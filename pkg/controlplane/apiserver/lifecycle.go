@@ -66,7 +66,10 @@ func (s *Server) getNamespace(ctx context.Context, name string) (*v1.Namespace, 
 }
 
 // admit runs the mutating admission plugins that apply on create.
-func (s *Server) admit(res *registry.Resource, obj runtime.Object) {
+func (s *Server) admit(ctx context.Context, res *registry.Resource, obj runtime.Object) {
+	if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
+		s.setDefaultStorageClass(ctx, pvc)
+	}
 	if pod, ok := obj.(*v1.Pod); ok {
 		addDefaultTolerations(pod)
 		// The ServiceAccount plugin leaves mirror pods alone: their spec

@@ -21,6 +21,11 @@ func (h *resourceHandler) updateHooks() (prepare func(obj, old runtime.Object), 
 		// forbids any spec change, ephemeral containers included.
 		return res.PrepareForEphemeralContainersUpdate, nonNil(res.ValidateEphemeralContainersUpdate)
 	case "status":
+		// The status strategy's own check, as upstream's status
+		// strategies; resources without one fall back to the update check.
+		if res.ValidateStatusUpdate != nil {
+			return res.PrepareForStatusUpdate, nonNil(res.ValidateStatusUpdate)
+		}
 		return res.PrepareForStatusUpdate, nonNil(res.ValidateUpdate)
 	case "":
 		var create func(obj, old runtime.Object) field.ErrorList

@@ -6,7 +6,9 @@
 //   - garbagecollector: deletes dependents of deleted owners;
 //   - nodelifecycle: marks silent nodes Unknown, taints them and evicts
 //     pods that do not tolerate NoExecute taints;
-//   - nodeipam: gives every node a pod CIDR out of the cluster CIDR.
+//   - nodeipam: gives every node a pod CIDR out of the cluster CIDR;
+//   - persistentvolume: binds PersistentVolumeClaims to PersistentVolumes
+//     and releases volumes whose claims are gone.
 //
 // Each controller reports what it does as core/v1 events with upstream's
 // reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
@@ -30,6 +32,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodelifecycle"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/persistentvolume"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/replicaset"
 )
 
@@ -39,6 +42,8 @@ type Options struct {
 	// NodeIPAM is the cluster CIDR pod CIDRs are taken from (default
 	// 10.244.0.0/16 in /24 blocks).
 	NodeIPAM nodeipam.Config
+	// PersistentVolume tunes the binder's resync period.
+	PersistentVolume persistentvolume.Config
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -61,6 +66,7 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	dep := deployment.New(client, factory, log.With("controller", "deployment"))
 	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
 	nl := nodelifecycle.New(client, factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
+	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
 
 	g, gctx := errgroup.WithContext(ctx)
 	factory.Start(gctx.Done())
@@ -70,5 +76,6 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return gc.Run(gctx, 2) })
 	g.Go(func() error { return nl.Run(gctx) })
 	g.Go(func() error { return ipam.Run(gctx) })
+	g.Go(func() error { return pv.Run(gctx) })
 	return g.Wait()
 }

@@ -109,8 +109,10 @@ var (
 func All() []*Resource {
 	return []*Resource{
 		pods, namespaces, nodes, coreEvents, configMaps, secrets, serviceAccounts, services, endpoints,
+		persistentVolumes, persistentVolumeClaims,
 		leases,
 		deployments, replicaSets,
+		storageClasses,
 		eventsV1,
 		tokenReviews, selfSubjectAccessReviews,
 	}

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -41,9 +42,12 @@ func TestResourcesTypes(t *testing.T) {
 		{"", "v1", "serviceaccounts", &v1.ServiceAccount{}, &v1.ServiceAccountList{}, "ServiceAccount", true},
 		{"", "v1", "services", &v1.Service{}, &v1.ServiceList{}, "Service", true},
 		{"", "v1", "endpoints", &v1.Endpoints{}, &v1.EndpointsList{}, "Endpoints", true},
+		{"", "v1", "persistentvolumes", &v1.PersistentVolume{}, &v1.PersistentVolumeList{}, "PersistentVolume", false},
+		{"", "v1", "persistentvolumeclaims", &v1.PersistentVolumeClaim{}, &v1.PersistentVolumeClaimList{}, "PersistentVolumeClaim", true},
 		{"coordination.k8s.io", "v1", "leases", &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, "Lease", true},
 		{"apps", "v1", "deployments", &appsv1.Deployment{}, &appsv1.DeploymentList{}, "Deployment", true},
 		{"apps", "v1", "replicasets", &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, "ReplicaSet", true},
+		{"storage.k8s.io", "v1", "storageclasses", &storagev1.StorageClass{}, &storagev1.StorageClassList{}, "StorageClass", false},
 		{"events.k8s.io", "v1", "events", &eventsv1.Event{}, &eventsv1.EventList{}, "Event", true},
 		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
 		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},
@@ -106,6 +110,8 @@ func TestDiscovery(t *testing.T) {
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"proxy", "status"}},
 		{Lookup("", "v1", "namespaces"), "namespace", []string{"ns"}, nil,
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"finalize", "status"}},
+		{Lookup("", "v1", "persistentvolumes"), "persistentvolume", []string{"pv"}, nil, all, []string{"status"}},
+		{Lookup("", "v1", "persistentvolumeclaims"), "persistentvolumeclaim", []string{"pvc"}, nil, all, []string{"status"}},
 	}
 	for _, tc := range tests {
 		r := tc.r

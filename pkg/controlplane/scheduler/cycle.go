@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -92,11 +93,15 @@ func (s *Scheduler) snapshot() ([]*nodeInfo, error) {
 
 // selectHost filters and scores the nodes. It returns the chosen node, or
 // "" and the FitError message. pick(n) breaks ties among n best nodes.
-func selectHost(pod *v1.Pod, nodes []*nodeInfo, pick func(n int) int) (string, string) {
+func selectHost(pod *v1.Pod, nodes []*nodeInfo, cs *cycleState, pick func(n int) int) (string, string) {
+	if len(nodes) > 0 && cs != nil && cs.preFilterMsg != "" {
+		// As upstream, the PreFilter's message stands for every node.
+		return "", fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), cs.preFilterMsg)
+	}
 	var feasible []*nodeInfo
 	reasons := map[string]int{}
 	for _, ni := range nodes {
-		rs := runFilters(pod, ni, nodes)
+		rs := runFilters(pod, ni, nodes, cs)
 		if len(rs) == 0 {
 			feasible = append(feasible, ni)
 		}
@@ -132,7 +137,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	node, fitErr := selectHost(pod, nodes, s.randSource.IntN)
+	cs, err := s.preFilter(pod, nodes)
+	if err != nil {
+		return err
+	}
+	node, fitErr := selectHost(pod, nodes, cs, s.randSource.IntN)
 	if node == "" {
 		s.reportUnschedulable(ctx, pod, fitErr)
 		return &unschedulableError{fitErr}
@@ -145,6 +154,16 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 // bind posts the binding; a failure forgets the assumption and queues the
 // pod again with back-off.
 func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string) {
+	if err := s.bindVolumes(ctx, pod, node); err != nil {
+		s.forgetAssumed(pod.UID)
+		if ctx.Err() != nil {
+			return
+		}
+		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "running PreBind plugin %q: %v", "VolumeBinding", err)
+		s.log.Warn("binding the pod's volumes failed; retrying", "pod", key(pod), "node", node, "err", err)
+		s.queue.AddRateLimited(key(pod))
+		return
+	}
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(callCtx, &v1.Binding{

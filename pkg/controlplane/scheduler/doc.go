@@ -9,21 +9,32 @@
 //
 // One scheduling cycle at a time, as upstream:
 //
-//  1. Filter every node with pure functions, in upstream order:
-//     NodeUnschedulable, TaintToleration, NodeReady, NodeAffinity,
-//     NodePorts, NodeResourcesFit, InterPodAffinity.
+//  1. Check the pod's PersistentVolumeClaims (upstream's VolumeBinding
+//     PreFilter): a missing, lost or deleted claim, or an unbound claim of
+//     Immediate binding, makes the pod unschedulable everywhere
+//     ("0/2 nodes are available: pod has unbound immediate
+//     PersistentVolumeClaims."). Then filter every node with pure
+//     functions, in upstream order: NodeUnschedulable, TaintToleration,
+//     NodeReady, NodeAffinity, NodePorts, NodeResourcesFit,
+//     VolumeRestrictions (ReadWriteOncePod claims in use), VolumeBinding
+//     (bound volumes' node affinity, "node(s) had volume node affinity
+//     conflict"; a free volume on the node for each WaitForFirstConsumer
+//     claim), InterPodAffinity.
 //  2. Score the feasible nodes (LeastAllocated, BalancedAllocation,
 //     preferred NodeAffinity, TaintToleration PreferNoSchedule and the
 //     spreading of pods of the same controller), each normalised to
 //     0-100 and weighted as upstream's defaults; ties are broken at random.
-//  3. Bind with POST pods/binding and record a "Scheduled" event.
+//  3. Pre-bind the volumes chosen for WaitForFirstConsumer claims
+//     (spec.claimRef) and wait for the PersistentVolume binder to bind the
+//     claims; then bind with POST pods/binding and record a "Scheduled"
+//     event.
 //
 // A pod that fits nowhere gets a "FailedScheduling" event and the
 // PodScheduled=False condition (reason Unschedulable) with upstream's
 // message, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had
 // untolerated taint {node.kubernetes.io/not-ready: }.". Preemption is not
-// implemented, so the message ends there. The pod waits until a node or a
-// pod changes, with a per-pod exponential backoff (1s to 10s), and is
+// implemented, so the message ends there. The pod waits until a node, a
+// pod, a claim, a volume or a storage class changes, with a per-pod exponential backoff (1s to 10s), and is
 // retried at least every 60s.
 //
 // Use:

@@ -36,7 +36,7 @@ type filterFunc func(pod *v1.Pod, ni *nodeInfo, all []*nodeInfo) []string
 
 type filter struct {
 	name string
-	fn   filterFunc
+	fn   filterFunc // nil: a per-cycle filter, taken from the cycle state
 }
 
 // filters run in upstream's order; a node's first failing filter gives
@@ -48,13 +48,37 @@ var filters = []filter{
 	{"NodeAffinity", nodeAffinity},
 	{"NodePorts", nodePorts},
 	{"NodeResourcesFit", nodeResourcesFit},
+	{"VolumeRestrictions", nil},
+	{"VolumeBinding", nil},
 	{"InterPodAffinity", interPodAffinity},
 }
 
+// cycleState is what one scheduling cycle computed before filtering
+// (upstream's PreFilter): a message that makes the pod unschedulable
+// everywhere, and the filters bound to API objects other than nodes and
+// pods (volumes), by name. A nil cycleState has neither.
+type cycleState struct {
+	preFilterMsg string
+	filters      map[string]filterFunc
+}
+
+func (cs *cycleState) filter(name string) filterFunc {
+	if cs == nil {
+		return nil
+	}
+	return cs.filters[name]
+}
+
 // runFilters returns the reasons pod does not fit ni (nil: it fits).
-func runFilters(pod *v1.Pod, ni *nodeInfo, all []*nodeInfo) []string {
+func runFilters(pod *v1.Pod, ni *nodeInfo, all []*nodeInfo, cs *cycleState) []string {
 	for _, f := range filters {
-		if reasons := f.fn(pod, ni, all); len(reasons) > 0 {
+		fn := f.fn
+		if fn == nil {
+			if fn = cs.filter(f.name); fn == nil {
+				continue
+			}
+		}
+		if reasons := fn(pod, ni, all); len(reasons) > 0 {
 			return reasons
 		}
 	}

@@ -210,7 +210,7 @@ func TestSelectHostFailureHistogram(t *testing.T) {
 		node("b", "2", "1Gi"),
 		node("c", "8", "8Gi", notReady, withTaints(notReadyTaint)),
 	}, nil)
-	host, msg := selectHost(pod("big", "4", "2Gi"), nodes, func(int) int { return 0 })
+	host, msg := selectHost(pod("big", "4", "2Gi"), nodes, nil, func(int) int { return 0 })
 	want := "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu, 2 Insufficient memory."
 	if host != "" || msg != want {
 		t.Errorf("got %q %q\nwant %q", host, msg, want)

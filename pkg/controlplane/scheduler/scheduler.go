@@ -63,6 +63,7 @@ type Scheduler struct {
 	podInf     cache.SharedIndexInformer
 	pods       corelisters.PodLister
 	nodes      corelisters.NodeLister
+	vols       *volumeLookup
 	limiter    workqueue.TypedRateLimiter[string]
 	queue      workqueue.TypedRateLimitingInterface[string]
 	recorder   record.EventRecorder
@@ -120,6 +121,7 @@ func New(cfg Config) (*Scheduler, error) {
 	})
 	s.pods = corelisters.NewPodLister(s.podInf.GetIndexer())
 	s.nodes = s.factory.Core().V1().Nodes().Lister()
+	s.vols = s.newVolumeLookup()
 	return s, nil
 }
 
@@ -152,6 +154,9 @@ func (s *Scheduler) run(ctx context.Context) error {
 		AddFunc:    func(any) { s.moveAll("node added") },
 		UpdateFunc: s.onNodeUpdate,
 	}); err != nil {
+		return err
+	}
+	if err := s.watchVolumes(); err != nil {
 		return err
 	}
 	s.factory.Start(ctx.Done())

@@ -126,7 +126,7 @@ func TestSelectHost(t *testing.T) {
 			nodes: []*v1.Node{node("a", "4", "4Gi"), node("b", "4", "4Gi")}, pods: []*v1.Pod{pod("q", "", "", withHostPort("", 80, ""), onNode("a"))}, want: "b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, msg := selectHost(tc.pod, buildSnapshot(tc.nodes, tc.pods), first)
+			got, msg := selectHost(tc.pod, buildSnapshot(tc.nodes, tc.pods), nil, first)
 			if got != tc.want {
 				t.Errorf("got %q (%s), want %q", got, msg, tc.want)
 			}
@@ -135,7 +135,7 @@ func TestSelectHost(t *testing.T) {
 	// Ties are broken by pick among the equally best nodes.
 	nodes := buildSnapshot([]*v1.Node{node("a", "4", "4Gi"), node("b", "4", "4Gi")}, nil)
 	for i, want := range []string{"a", "b"} {
-		if got, _ := selectHost(pod("p", "", ""), nodes, func(n int) int { return i % n }); got != want {
+		if got, _ := selectHost(pod("p", "", ""), nodes, nil, func(n int) int { return i % n }); got != want {
 			t.Errorf("tie pick %d: got %q, want %q", i, got, want)
 		}
 	}
