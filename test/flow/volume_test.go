@@ -147,3 +147,67 @@ func mountType(t *testing.T, dir string) string {
 	}
 	return ""
 }
+
+// TestPersistentVolumeClaim: a pod using a claim bound to a hostPath
+// volume reads and writes the host directory; a local volume's node
+// affinity puts its pod on that node.
+func TestPersistentVolumeClaim(t *testing.T) {
+	newAgent(t)
+	waitSchedulable(t)
+	host := t.TempDir()
+	if err := os.WriteFile(host+"/seed", []byte("from the volume\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deleteOnCleanup(t, "pod/pvc-user", "pvc/data", "pv/flow-host-pv")
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: flow-host-pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  local: {path: %s}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 100Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pvc-user}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; cat /data/seed > /data/copy; sleep 3600 & wait"]
+    volumeMounts: [{name: d, mountPath: /data}]
+  volumes:
+  - {name: d, persistentVolumeClaim: {claimName: data}}
+`, host, nodeName, framework.BusyboxImage)
+	mustKubectl(t, "apply", "-f", writeTemp(t, "pvc.yaml", manifest))
+	pod := waitPodRunning(t, "pvc-user")
+	if pod.Spec.NodeName != nodeName {
+		t.Errorf("pod on %q, want %q (the volume's node affinity)", pod.Spec.NodeName, nodeName)
+	}
+	if out := mustKubectl(t, "get", "pvc", "data", "-o", "jsonpath={.status.phase}/{.spec.volumeName}"); out != "Bound/flow-host-pv" {
+		t.Errorf("claim: %q", out)
+	}
+	waitFor(t, apiTimeout, "the container's write on the host", func() (bool, error) {
+		b, err := os.ReadFile(host + "/copy")
+		return err == nil && string(b) == "from the volume\n", err
+	})
+	mustKubectl(t, "delete", "pod", "pvc-user", "--timeout=90s")
+	waitPodGone(t, "pvc-user")
+	if b, err := os.ReadFile(host + "/seed"); err != nil || len(b) == 0 {
+		t.Errorf("the volume's data after the pod: %q %v", b, err)
+	}
+}
