@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/nodeagent/nodeagent/pkg/volume"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
@@ -119,12 +121,11 @@ spec:
 	if err := a.WaitLog(`FailedMount message="MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: `+missing+` is not a directory"`, podTimeout); err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Pod("badhost")
-	if err != nil || p == nil {
-		t.Fatalf("pod: %v", err)
-	}
-	if w := status(t, p, "c").State.Waiting; w == nil || w.Reason != "ContainerCreating" {
-		t.Errorf("container state %+v, want waiting in ContainerCreating", status(t, p, "c").State)
+	if _, err := a.WaitPod("badhost", podTimeout, func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ContainerCreating"
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
