@@ -53,6 +53,16 @@ func Run(ctx context.Context, o Options) error {
 		nodeIP = defaultNodeIP()
 	}
 	log = log.With("node", nodeName)
+	rc, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	// Mode-dependent defaults (readOnlyPort) are known only now: check
+	// the result again for port clashes.
+	cfg.SetModeDefaults(rc != nil)
+	if _, err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
 	lowerOOMScore(log)
 	for _, d := range []string{o.Flags.RootDir, cfg.PodLogsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -65,9 +75,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer rt.Close()
 
-	api, err := newAPI(o, rt, nodeName, nodeIP, log)
+	api, err := newAPI(o, rc, rt, nodeName, nodeIP, log)
 	if err != nil {
 		return err
+	}
+	if api != nil && nodeAPIEnabled(cfg, true) {
+		api.Node.SetKubeletPort(*cfg.Port)
 	}
 	wcfg := podworker.Config{
 		Runtime:      rt,
@@ -103,23 +116,25 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runComponents(ctx, o, mgr, rt, api, nodeName, log)
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
-// newAPI builds the API side when a kubeconfig (or RESTConfig) is given;
-// nil runs standalone.
-func newAPI(o Options, rt *runtime.Client, nodeName, nodeIP string, log *slog.Logger) (*apiclient.API, error) {
+// restConfig is the API client's configuration when a kubeconfig (or
+// RESTConfig) is given; nil runs standalone.
+func restConfig(o Options) (*rest.Config, error) {
 	userAgent := "nodeagent/" + Version
-	var rc *rest.Config
 	switch {
 	case o.RESTConfig != nil:
-		rc = apiclient.ClientConfig(o.RESTConfig, userAgent)
+		return apiclient.ClientConfig(o.RESTConfig, userAgent), nil
 	case o.Flags.Kubeconfig != "":
-		var err error
-		if rc, err = apiclient.RESTConfig(o.Flags.Kubeconfig, userAgent); err != nil {
-			return nil, err
-		}
-	default:
+		return apiclient.RESTConfig(o.Flags.Kubeconfig, userAgent)
+	}
+	return nil, nil
+}
+
+// newAPI builds the API side when joined (rc is set); nil runs standalone.
+func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, log *slog.Logger) (*apiclient.API, error) {
+	if rc == nil {
 		return nil, nil
 	}
 	cs, err := kubernetes.NewForConfig(rc)
@@ -136,8 +151,18 @@ func newAPI(o Options, rt *runtime.Client, nodeName, nodeIP string, log *slog.Lo
 	})
 }
 
-func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *runtime.Client, api *apiclient.API, nodeName string, log *slog.Logger) error {
-	cfg := o.Config
+// parts are the assembled components runComponents starts.
+type parts struct {
+	mgr              *podworker.Manager
+	rt               *runtime.Client
+	api              *apiclient.API // nil standalone
+	rc               *rest.Config   // nil standalone
+	nodeName, nodeIP string
+	log              *slog.Logger
+}
+
+func runComponents(ctx context.Context, o Options, p parts) error {
+	cfg, mgr, rt, api, nodeName, log := o.Config, p.mgr, p.rt, p.api, p.nodeName, p.log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 8)
@@ -185,7 +210,7 @@ func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *r
 		return nil
 	}
 	if port := *cfg.ReadOnlyPort; port != 0 {
-		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(port)))
+		addr := net.JoinHostPort(cfg.ReadOnlyAddress(), strconv.Itoa(int(port)))
 		if _, done, err := server.Serve(ctx, addr, server.Handler(mgr, health), log); err != nil {
 			return err
 		} else {
@@ -199,6 +224,11 @@ func runComponents(ctx context.Context, o Options, mgr *podworker.Manager, rt *r
 		} else {
 			go func() { errc <- wrapServe("healthz server", <-done) }()
 		}
+	}
+	if done, err := startNodeAPI(ctx, o, p, health); err != nil {
+		return err
+	} else if done != nil {
+		go func() { errc <- wrapServe("node API server", <-done) }()
 	}
 	go func() {
 		select {

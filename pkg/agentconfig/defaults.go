@@ -8,8 +8,13 @@ import (
 const (
 	DefaultSyncFrequency             = time.Minute
 	DefaultFileCheckFrequency        = 20 * time.Second
-	DefaultAddress                   = "127.0.0.1"
+	DefaultAddress                   = "0.0.0.0"
+	DefaultPort                      = 10250
+	DefaultReadOnlyAddress           = "127.0.0.1"
 	DefaultReadOnlyPort              = 10255
+	DefaultAuthenticationCacheTTL    = 2 * time.Minute
+	DefaultAuthorizedCacheTTL        = 5 * time.Minute
+	DefaultUnauthorizedCacheTTL      = 30 * time.Second
 	DefaultHealthzPort               = 10248
 	DefaultHealthzBindAddress        = "127.0.0.1"
 	DefaultContainerRuntimeEndpoint  = "unix:///run/containerd/containerd.sock"
@@ -58,7 +63,7 @@ func (c *Config) SetDefaults() {
 	defaultString(&c.CgroupDriver, DefaultCgroupDriver)
 	defaultString(&c.PodLogsDir, DefaultPodLogsDir)
 	defaultString(&c.ContainerLogMaxSize, DefaultContainerLogMaxSize)
-	defaultPtr(&c.ReadOnlyPort, DefaultReadOnlyPort)
+	defaultPtr(&c.Port, DefaultPort)
 	defaultPtr(&c.HealthzPort, DefaultHealthzPort)
 	defaultPtr(&c.ContainerLogMaxFiles, DefaultContainerLogMaxFiles)
 	defaultPtr(&c.RegistryPullQPS, DefaultRegistryPullQPS)
@@ -67,12 +72,38 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.CgroupsPerQOS, true)
 	defaultPtr(&c.SerializeImagePulls, true)
 	defaultPtr(&c.EnableServer, true)
+	c.setAuthDefaults()
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods
 	}
 	if c.RegistryBurst == 0 {
 		c.RegistryBurst = DefaultRegistryBurst
 	}
+}
+
+// setAuthDefaults applies upstream's v1beta1 defaults: webhook token
+// authentication on, anonymous off, Webhook authorization.
+func (c *Config) setAuthDefaults() {
+	defaultPtr(&c.Authentication.Webhook.Enabled, true)
+	defaultPtr(&c.Authentication.Anonymous.Enabled, false)
+	defaultDuration(&c.Authentication.Webhook.CacheTTL.Duration, DefaultAuthenticationCacheTTL)
+	if c.Authorization.Mode == "" {
+		c.Authorization.Mode = AuthorizationModeWebhook
+	}
+	defaultDuration(&c.Authorization.Webhook.CacheAuthorizedTTL.Duration, DefaultAuthorizedCacheTTL)
+	defaultDuration(&c.Authorization.Webhook.CacheUnauthorizedTTL.Duration, DefaultUnauthorizedCacheTTL)
+}
+
+// SetModeDefaults fills the defaults that depend on whether the agent
+// joined an API server: readOnlyPort is off when joined (upstream's
+// v1beta1 default) and 10255 standalone, where it is the only way to list
+// the agent's pods. Call it once the mode is known.
+func (c *Config) SetModeDefaults(joined bool) {
+	if joined {
+		defaultPtr(&c.ReadOnlyPort, 0)
+		return
+	}
+	defaultPtr(&c.ReadOnlyPort, DefaultReadOnlyPort)
 }
 
 func defaultDuration(d *time.Duration, v time.Duration) {

@@ -6,5 +6,7 @@
 //
 // Precedence is the kubelet's: explicit flag > config file > default.
 // Resolve implements the sequence: parse flags, load --config, re-apply the
-// flags the user set. Validate the result with Config.Validate.
+// flags the user set. Validate the result with Config.Validate. Defaults
+// that depend on whether the agent joined an API server (readOnlyPort)
+// are left unset until the agent calls SetModeDefaults.
 package agentconfig

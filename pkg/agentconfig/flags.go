@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 
 	"github.com/spf13/pflag"
 )
@@ -15,8 +16,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "Directory of static pod manifests (config: staticPodPath).")
 	fs.StringVar(&c.ContainerRuntimeEndpoint, "container-runtime-endpoint", c.ContainerRuntimeEndpoint, "CRI runtime endpoint (config: containerRuntimeEndpoint).")
 	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "CRI image endpoint; empty means the runtime endpoint (config: imageServiceEndpoint).")
-	fs.Int32Var(c.ReadOnlyPort, "read-only-port", *c.ReadOnlyPort, "Port of the unauthenticated read-only server; 0 disables it (config: readOnlyPort).")
-	fs.StringVar(&c.Address, "address", c.Address, "IP address the read-only server binds to (config: address).")
+	fs.Var(optionalInt32{&c.ReadOnlyPort}, "read-only-port", "Port of the unauthenticated read-only server, always bound to loopback; 0 disables it (default 0 when joined to an API server, 10255 standalone) (config: readOnlyPort).")
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the node API server binds to; the read-only server uses it only if it is a loopback address (config: address).")
+	c.addServerFlags(fs)
 	fs.Int32Var(c.HealthzPort, "healthz-port", *c.HealthzPort, "Port of the healthz server; 0 disables it (config: healthzPort).")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz server binds to (config: healthzBindAddress).")
 	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (config: runtimeRequestTimeout).")
@@ -29,6 +31,40 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Base resolv.conf for pod DNS; empty disables it (config: resolvConf).")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods (config: maxPods).")
 }
+
+// addServerFlags registers the node API server's kubelet flags.
+func (c *Config) addServerFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(c.Port, "port", *c.Port, "Port of the authenticated HTTPS node API server (config: port).")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate of the node API server; empty generates a self-signed one in <root-dir>/pki (config: tlsCertFile).")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Key of --tls-cert-file (config: tlsPrivateKeyFile).")
+	fs.StringVar(&c.Authentication.X509.ClientCAFile, "client-ca-file", c.Authentication.X509.ClientCAFile, "CA bundle that verifies client certificates (config: authentication.x509.clientCAFile).")
+	fs.BoolVar(c.Authentication.Anonymous.Enabled, "anonymous-auth", *c.Authentication.Anonymous.Enabled, "Let unauthenticated requests in as system:anonymous (config: authentication.anonymous.enabled).")
+	fs.BoolVar(c.Authentication.Webhook.Enabled, "authentication-token-webhook", *c.Authentication.Webhook.Enabled, "Check bearer tokens with TokenReview (config: authentication.webhook.enabled).")
+	fs.StringVar((*string)(&c.Authorization.Mode), "authorization-mode", string(c.Authorization.Mode), "AlwaysAllow or Webhook (config: authorization.mode).")
+}
+
+// optionalInt32 is a flag for a *int32 field whose default depends on
+// more than the flag set (nil until set).
+type optionalInt32 struct{ p **int32 }
+
+func (o optionalInt32) String() string {
+	if o.p == nil || *o.p == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(**o.p), 10)
+}
+
+func (o optionalInt32) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return err
+	}
+	v := int32(n)
+	*o.p = &v
+	return nil
+}
+
+func (optionalInt32) Type() string { return "int32" }
 
 // AddFlags registers the flag-only settings, using f's current values (or
 // their defaults) as flag defaults.

@@ -33,7 +33,8 @@ resolvConf: /file/resolv.conf
 		check func(*Config) []any // pairs of got, want
 	}{
 		{"defaults when neither", nil, func(c *Config) []any {
-			return []any{c.StaticPodPath, "", c.MaxPods, int32(110), *c.ReadOnlyPort, int32(10255), c.SyncFrequency.Duration, time.Minute}
+			return []any{c.StaticPodPath, "", c.MaxPods, int32(110), c.ReadOnlyPort, (*int32)(nil), c.SyncFrequency.Duration, time.Minute,
+				*c.Port, int32(10250), *c.Authentication.Anonymous.Enabled, false, c.Authorization.Mode, AuthorizationModeWebhook}
 		}},
 		{"flag over default", []string{"--max-pods=20", "--read-only-port", "0"}, func(c *Config) []any {
 			return []any{c.MaxPods, int32(20), *c.ReadOnlyPort, int32(0), c.StaticPodPath, ""}
@@ -41,7 +42,7 @@ resolvConf: /file/resolv.conf
 		{"file kept without flags", []string{"--config", file}, func(c *Config) []any {
 			return []any{c.StaticPodPath, "/from/file", c.MaxPods, int32(50), *c.ReadOnlyPort, int32(0),
 				c.SyncFrequency.Duration, 30 * time.Second, strings.Join(c.ClusterDNS, ","), "10.0.0.1,10.0.0.2",
-				*c.ResolverConfig, "/file/resolv.conf", c.Address, "127.0.0.1"}
+				*c.ResolverConfig, "/file/resolv.conf", c.Address, "0.0.0.0"}
 		}},
 		{"explicit flags override file", []string{
 			"--max-pods=60", "--config=" + file, "--pod-manifest-path=/from/flag", "--read-only-port=10266",
@@ -50,6 +51,17 @@ resolvConf: /file/resolv.conf
 			return []any{c.StaticPodPath, "/from/flag", c.MaxPods, int32(60), *c.ReadOnlyPort, int32(10266),
 				c.SyncFrequency.Duration, 5 * time.Second, strings.Join(c.ClusterDNS, ","), "10.9.9.9",
 				*c.ResolverConfig, "", c.FileCheckFrequency.Duration, 20 * time.Second}
+		}},
+		{"server flags", []string{
+			"--port=11250", "--tls-cert-file=/c.crt", "--tls-private-key-file=/c.key", "--client-ca-file=/ca.crt",
+			"--anonymous-auth", "--authentication-token-webhook=false", "--authorization-mode=AlwaysAllow",
+		}, func(c *Config) []any {
+			return []any{*c.Port, int32(11250), c.TLSCertFile, "/c.crt", c.TLSPrivateKeyFile, "/c.key",
+				c.Authentication.X509.ClientCAFile, "/ca.crt", *c.Authentication.Anonymous.Enabled, true,
+				*c.Authentication.Webhook.Enabled, false, c.Authorization.Mode, AuthorizationModeAlwaysAllow}
+		}},
+		{"server flags over file", []string{"--config=" + file, "--anonymous-auth=true", "--read-only-port=10255"}, func(c *Config) []any {
+			return []any{*c.Authentication.Anonymous.Enabled, true, *c.ReadOnlyPort, int32(10255), c.Authentication.Webhook.CacheTTL.Duration, 2 * time.Minute}
 		}},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package agentconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -92,7 +94,7 @@ func decodeFields(raw map[string]json.RawMessage, c *Config) error {
 			unknown = append(unknown, fmt.Sprintf("%q", key))
 			continue
 		}
-		if err := utiljson.Unmarshal(raw[key], v.Field(i).Addr().Interface()); err != nil {
+		if err := decodeField(raw[key], v.Field(i).Addr().Interface()); err != nil {
 			return fmt.Errorf("field %q: %w", key, err)
 		}
 	}
@@ -105,6 +107,17 @@ func decodeFields(raw map[string]json.RawMessage, c *Config) error {
 			noun, strings.Join(unknown, ", "), APIVersion)
 	}
 	return nil
+}
+
+// decodeField decodes one top-level value strictly, so that a misspelt
+// key inside a nested object (authentication.x509.clientCAfile) is an
+// error rather than a silently ignored setting.
+func decodeField(data []byte, dst any) error {
+	strict, err := sigsjson.UnmarshalStrict(data, dst)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 var fieldIndex = sync.OnceValue(func() map[string]int {

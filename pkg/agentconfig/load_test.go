@@ -79,7 +79,8 @@ func TestLoadErrors(t *testing.T) {
 		data string
 		want []string
 	}{
-		{"unknown field", header + "maxPods: 10\nfooBar: 1\nport: 10250\n", []string{`unknown fields "fooBar", "port"`}},
+		{"unknown field", header + "maxPods: 10\nfooBar: 1\ntlsMinVersion: VersionTLS13\n", []string{`unknown fields "fooBar", "tlsMinVersion"`}},
+		{"unknown nested field", header + "authentication:\n  x509:\n    clientCAfile: /ca.crt\n", []string{`field "authentication"`, `unknown field "x509.clientCAfile"`}},
 		{"field names are case-sensitive", header + "MaxPods: 10\n", []string{`unknown field "MaxPods"`}},
 		{"duplicate field", header + "maxPods: 10\nmaxPods: 11\n", []string{"maxPods", "already set"}},
 		{"wrong type", header + "maxPods: many\n", []string{`field "maxPods"`}},

@@ -25,11 +25,28 @@ type Config struct {
 	SyncFrequency metav1.Duration `json:"syncFrequency,omitempty"`
 	// FileCheckFrequency is the period of full re-reads of StaticPodPath. Default: 20s.
 	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
-	// Address is the IP the read-only server binds to. Default: "127.0.0.1"
-	// (upstream: "0.0.0.0"; nodeagent keeps its unauthenticated server local).
+	// Address is the IP the node API server (Port) binds to. Default:
+	// "0.0.0.0". The read-only server binds to it only when it is a
+	// loopback address, else to 127.0.0.1 (see ReadOnlyAddress): nodeagent
+	// never exposes its unauthenticated server to the network.
 	Address string `json:"address,omitempty"`
+	// Port is the authenticated HTTPS node API server's port (the kubelet's
+	// /pods, /containerLogs, /exec, ...). Default: 10250. The server runs
+	// when enableServer is true and the agent joined an API server, or,
+	// standalone, when authorization.mode is AlwaysAllow.
+	Port *int32 `json:"port,omitempty"`
+	// TLSCertFile and TLSPrivateKeyFile are the node API server's serving
+	// certificate and key. Default: "" (a self-signed pair generated once
+	// in <root-dir>/pki, as the kubelet does).
+	TLSCertFile       string `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile string `json:"tlsPrivateKeyFile,omitempty"`
+	// Authentication and Authorization configure the node API server's
+	// auth, with upstream's v1beta1 defaults.
+	Authentication Authentication `json:"authentication"`
+	Authorization  Authorization  `json:"authorization"`
 	// ReadOnlyPort is the unauthenticated read-only server's port; 0 disables
-	// it. Default: 10255 (upstream v1beta1 file default: 0; flag default 10255).
+	// it. Default: unset, resolved by SetModeDefaults to 0 when joined to an
+	// API server (upstream v1beta1 default) and 10255 standalone.
 	ReadOnlyPort *int32 `json:"readOnlyPort,omitempty"`
 	// HealthzPort is the healthz server's port; 0 disables it. Default: 10248.
 	HealthzPort *int32 `json:"healthzPort,omitempty"`
@@ -72,7 +89,8 @@ type Config struct {
 	RegistryPullQPS *int32 `json:"registryPullQPS,omitempty"`
 	// RegistryBurst is the pull burst when RegistryPullQPS > 0. Default: 10.
 	RegistryBurst int32 `json:"registryBurst,omitempty"`
-	// EnableServer enables the agent's servers. Default: true.
+	// EnableServer enables the authenticated node API server (Port); the
+	// read-only and healthz servers have their own ports. Default: true.
 	EnableServer *bool `json:"enableServer,omitempty"`
 	// NodeStatusUpdateFrequency is the node status report period. Default: 10s.
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
@@ -92,6 +110,16 @@ func (c *Config) ImageEndpoint() string {
 		return c.ImageServiceEndpoint
 	}
 	return c.ContainerRuntimeEndpoint
+}
+
+// ReadOnlyAddress is the IP the read-only server binds to: Address when
+// it is a loopback address, else 127.0.0.1, since that server has no
+// authentication.
+func (c *Config) ReadOnlyAddress() string {
+	if isLoopback(c.Address) {
+		return c.Address
+	}
+	return DefaultReadOnlyAddress
 }
 
 // Flags are the agent settings that, as in the kubelet, exist only as

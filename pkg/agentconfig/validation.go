@@ -26,6 +26,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateDNS()...)
 	errs = append(errs, c.validateNode()...)
+	errs = append(errs, c.validateAuth()...)
 	return c.warnings(), errs.ToAggregate()
 }
 
@@ -62,15 +63,54 @@ func (c *Config) validateNetwork() field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateIP(field.NewPath("address"), c.Address)...)
 	errs = append(errs, validateIP(field.NewPath("healthzBindAddress"), c.HealthzBindAddress)...)
-	ro, hz := deref(c.ReadOnlyPort), deref(c.HealthzPort)
+	port, ro, hz := deref(c.Port), deref(c.ReadOnlyPort), deref(c.HealthzPort)
+	if port < 1 || port > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("port"), port, "must be between 1 and 65535, inclusive"))
+	}
 	if ro < 0 || ro > 65535 {
 		errs = append(errs, field.Invalid(field.NewPath("readOnlyPort"), ro, "must be between 0 and 65535, inclusive"))
 	}
 	if hz < 0 || hz > 65535 {
 		errs = append(errs, field.Invalid(field.NewPath("healthzPort"), hz, "must be between 0 and 65535, inclusive"))
 	}
-	if ro != 0 && ro == hz && sameHost(c.Address, c.HealthzBindAddress) {
+	if ro != 0 && ro == hz && sameHost(c.ReadOnlyAddress(), c.HealthzBindAddress) {
 		errs = append(errs, field.Invalid(field.NewPath("readOnlyPort"), ro, "must differ from healthzPort on the same address"))
+	}
+	serverOn := c.EnableServer == nil || *c.EnableServer
+	for _, other := range []struct {
+		name string
+		port int32
+		addr string
+	}{{"readOnlyPort", ro, c.ReadOnlyAddress()}, {"healthzPort", hz, c.HealthzBindAddress}} {
+		if serverOn && port == other.port && sameHost(c.Address, other.addr) {
+			errs = append(errs, field.Invalid(field.NewPath("port"), port, "must differ from "+other.name+" on the same address"))
+		}
+	}
+	return errs
+}
+
+func (c *Config) validateAuth() field.ErrorList {
+	var errs field.ErrorList
+	switch c.Authorization.Mode {
+	case AuthorizationModeAlwaysAllow, AuthorizationModeWebhook:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("authorization", "mode"), c.Authorization.Mode,
+			[]string{string(AuthorizationModeAlwaysAllow), string(AuthorizationModeWebhook)}))
+	}
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		errs = append(errs, field.Required(field.NewPath("tlsPrivateKeyFile"), "tlsCertFile and tlsPrivateKeyFile must be set together"))
+	}
+	for _, d := range []struct {
+		path *field.Path
+		d    time.Duration
+	}{
+		{field.NewPath("authentication", "webhook", "cacheTTL"), c.Authentication.Webhook.CacheTTL.Duration},
+		{field.NewPath("authorization", "webhook", "cacheAuthorizedTTL"), c.Authorization.Webhook.CacheAuthorizedTTL.Duration},
+		{field.NewPath("authorization", "webhook", "cacheUnauthorizedTTL"), c.Authorization.Webhook.CacheUnauthorizedTTL.Duration},
+	} {
+		if d.d < 0 {
+			errs = append(errs, field.Invalid(d.path, d.d.String(), "must be greater than or equal to 0"))
+		}
 	}
 	return errs
 }
@@ -135,9 +175,9 @@ func (c *Config) warnings() []string {
 	if len(c.ClusterDNS) > 0 && c.ClusterDomain == "" {
 		w = append(w, "clusterDNS is set but clusterDomain is empty: pods get no cluster search domains")
 	}
-	if deref(c.ReadOnlyPort) != 0 && !isLoopback(c.Address) {
-		w = append(w, fmt.Sprintf("address %s is not a loopback address: the unauthenticated read-only server on port %d is reachable from the network",
-			c.Address, deref(c.ReadOnlyPort)))
+	if deref(c.Authentication.Anonymous.Enabled) && c.Authorization.Mode == AuthorizationModeAlwaysAllow && !isLoopback(c.Address) {
+		w = append(w, fmt.Sprintf("authentication.anonymous.enabled with authorization.mode AlwaysAllow: anyone who reaches %s port %d can read logs and run commands in containers",
+			c.Address, deref(c.Port)))
 	}
 	if c.ResolverConfig != nil && *c.ResolverConfig == "" {
 		w = append(w, "resolvConf is empty: pods with dnsPolicy Default get no nameservers from the host")

@@ -23,7 +23,15 @@ func TestSetDefaults(t *testing.T) {
 		{"resolvConf empty kept", *c.ResolverConfig, ""},
 		{"syncFrequency", c.SyncFrequency.Duration, time.Minute},
 		{"fileCheckFrequency", c.FileCheckFrequency.Duration, 20 * time.Second},
-		{"address", c.Address, "127.0.0.1"},
+		{"address", c.Address, "0.0.0.0"},
+		{"read-only address", c.ReadOnlyAddress(), "127.0.0.1"},
+		{"port", *c.Port, int32(10250)},
+		{"webhook authn", *c.Authentication.Webhook.Enabled, true},
+		{"webhook cacheTTL", c.Authentication.Webhook.CacheTTL.Duration, 2 * time.Minute},
+		{"anonymous", *c.Authentication.Anonymous.Enabled, false},
+		{"authorization mode", c.Authorization.Mode, AuthorizationModeWebhook},
+		{"cacheAuthorizedTTL", c.Authorization.Webhook.CacheAuthorizedTTL.Duration, 5 * time.Minute},
+		{"cacheUnauthorizedTTL", c.Authorization.Webhook.CacheUnauthorizedTTL.Duration, 30 * time.Second},
 		{"healthzPort", *c.HealthzPort, int32(10248)},
 		{"containerRuntimeEndpoint", c.ContainerRuntimeEndpoint, "unix:///run/containerd/containerd.sock"},
 		{"imageEndpoint falls back", c.ImageEndpoint(), "unix:///run/containerd/containerd.sock"},
@@ -43,8 +51,23 @@ func TestSetDefaults(t *testing.T) {
 			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
 		}
 	}
-	if Default().ReadOnlyPort == nil || *Default().ReadOnlyPort != 10255 {
-		t.Errorf("default readOnlyPort is not 10255")
+	if Default().ReadOnlyPort != nil {
+		t.Errorf("readOnlyPort is defaulted before the mode is known")
+	}
+	for joined, want := range map[bool]int32{true: 0, false: 10255} {
+		c := Default()
+		c.SetModeDefaults(joined)
+		if *c.ReadOnlyPort != want {
+			t.Errorf("joined=%v: readOnlyPort = %d, want %d", joined, *c.ReadOnlyPort, want)
+		}
+		c.ReadOnlyPort = ptr[int32](10266)
+		if c.SetModeDefaults(joined); *c.ReadOnlyPort != 10266 {
+			t.Errorf("joined=%v: a set readOnlyPort was changed to %d", joined, *c.ReadOnlyPort)
+		}
+	}
+	c.Address = "127.0.0.2"
+	if c.ReadOnlyAddress() != "127.0.0.2" {
+		t.Errorf("a loopback address is not used for the read-only server: %q", c.ReadOnlyAddress())
 	}
 	if DefaultFlags().RootDir != "/var/lib/nodeagent" {
 		t.Errorf("default root dir = %q", DefaultFlags().RootDir)
@@ -62,7 +85,17 @@ func TestValidate(t *testing.T) {
 			"readOnlyPort: Invalid value: 70000: must be between 0 and 65535, inclusive"},
 		{"read-only port disabled", func(c *Config) { c.ReadOnlyPort = ptr[int32](0) }, ""},
 		{"healthz port negative", func(c *Config) { c.HealthzPort = ptr[int32](-1) }, "healthzPort: Invalid value: -1"},
-		{"port clash", func(c *Config) { c.HealthzPort = ptr[int32](10255) }, "readOnlyPort: Invalid value: 10255: must differ from healthzPort"},
+		{"port clash", func(c *Config) { c.ReadOnlyPort, c.HealthzPort = ptr[int32](10255), ptr[int32](10255) }, "readOnlyPort: Invalid value: 10255: must differ from healthzPort"},
+		{"server port zero", func(c *Config) { c.Port = ptr[int32](0) }, "port: Invalid value: 0: must be between 1 and 65535, inclusive"},
+		{"server port clash", func(c *Config) { c.ReadOnlyPort = ptr[int32](10250) }, "port: Invalid value: 10250: must differ from readOnlyPort"},
+		{"server port clash, server off", func(c *Config) { c.ReadOnlyPort, c.EnableServer = ptr[int32](10250), ptr(false) }, ""},
+		{"server port on another address", func(c *Config) {
+			c.Address, c.HealthzBindAddress, c.HealthzPort = "10.0.0.1", "127.0.0.1", ptr[int32](10250)
+		}, ""},
+		{"authorization mode", func(c *Config) { c.Authorization.Mode = "RBAC" }, `authorization.mode: Unsupported value: "RBAC"`},
+		{"cert without key", func(c *Config) { c.TLSCertFile = "/c.crt" }, "tlsPrivateKeyFile: Required value"},
+		{"negative cache TTL", func(c *Config) { c.Authorization.Webhook.CacheUnauthorizedTTL.Duration = -time.Second },
+			`authorization.webhook.cacheUnauthorizedTTL: Invalid value: "-1s"`},
 		{"systemd cgroup driver", func(c *Config) { c.CgroupDriver = "systemd" }, `cgroupDriver: Unsupported value: "systemd": supported values: "cgroupfs"`},
 		{"bad address", func(c *Config) { c.Address = "localhost" }, `address: Invalid value: "localhost": must be a valid IP address`},
 		{"bad cluster DNS", func(c *Config) { c.ClusterDNS = []string{"10.0.0.10", "x"} }, `clusterDNS[1]: Invalid value: "x"`},
@@ -97,14 +130,15 @@ func TestValidate(t *testing.T) {
 
 func TestValidateWarnings(t *testing.T) {
 	c := Default()
-	c.Address = "0.0.0.0"
 	c.ClusterDNS = []string{"10.96.0.10"}
+	c.Authentication.Anonymous.Enabled = ptr(true)
+	c.Authorization.Mode = AuthorizationModeAlwaysAllow
 	warnings, err := c.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(warnings, "\n")
-	for _, want := range []string{"staticPodPath is empty", "clusterDomain is empty", "not a loopback address"} {
+	for _, want := range []string{"staticPodPath is empty", "clusterDomain is empty", "anyone who reaches 0.0.0.0 port 10250"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings %q lack %q", warnings, want)
 		}

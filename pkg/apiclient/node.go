@@ -77,8 +77,12 @@ type NodeConfig struct {
 	// ReportFrequency how often it is sent when unchanged (default 5m).
 	UpdateFrequency time.Duration
 	ReportFrequency time.Duration
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// KubeletPort is the node API server's port, reported in
+	// status.daemonEndpoints.kubeletEndpoint: where the API server sends
+	// logs, exec and port-forward requests (0: none).
+	KubeletPort int32
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // NodeStatus registers the Node and keeps its status current.
@@ -111,6 +115,10 @@ func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
 	}
 	return &NodeStatus{cfg: cfg, log: cfg.Logger.With("component", "nodestatus"), registered: make(chan struct{})}, nil
 }
+
+// SetKubeletPort sets NodeConfig.KubeletPort for a NodeStatus built by
+// New; call it before Run.
+func (n *NodeStatus) SetKubeletPort(port int32) { n.cfg.KubeletPort = port }
 
 // Registered is closed once the Node exists in the API.
 func (n *NodeStatus) Registered() <-chan struct{} { return n.registered }
@@ -256,6 +264,7 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 	}
 	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: n.cfg.NodeName})
 	st.NodeInfo = n.nodeInfo(ctx)
+	st.DaemonEndpoints.KubeletEndpoint.Port = n.cfg.KubeletPort
 
 	now := metav1.NewTime(n.cfg.Now())
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonKubeletReady, Message: MessageKubeletReady}

@@ -99,6 +99,22 @@ func TestRegisterNode(t *testing.T) {
 	if c := condition(node, v1.NodeReady); c.Message != MessageKubeletReady {
 		t.Errorf("Ready message = %q", c.Message)
 	}
+	if p := node.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 0 {
+		t.Errorf("kubelet endpoint port = %d without a node API server", p)
+	}
+}
+
+func TestNodeStatusReportsTheKubeletPort(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	n, cs := newTestNode(t, rt, newClock())
+	n.SetKubeletPort(10250)
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := getNode(t, cs).Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10250 {
+		t.Errorf("status.daemonEndpoints.kubeletEndpoint.port = %d, want 10250", p)
+	}
 }
 
 func TestNodeNotReadyWhenRuntimeIsNot(t *testing.T) {

@@ -30,6 +30,7 @@ type Agent struct {
 	LogsDir     string // the agent's podLogsDir
 	NodeName    string
 	Port        int // read-only port
+	SecurePort  int // the authenticated node API (the kubelet's 10250)
 	ExtraArgs   []string
 
 	mu   sync.Mutex
@@ -62,17 +63,22 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 		return nil, err
 	}
 	a.Port = port
+	if a.SecurePort, err = freePort(); err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
 containerRuntimeEndpoint: unix://%s
 readOnlyPort: %d
+address: 127.0.0.1
+port: %d
 healthzPort: 0
 podLogsDir: %s
 cgroupRoot: %s
 fileCheckFrequency: 20s
 syncFrequency: 10s
-`, a.ManifestDir, inst.Socket, a.Port, a.LogsDir, inst.CgroupRoot)
+`, a.ManifestDir, inst.Socket, a.Port, a.SecurePort, a.LogsDir, inst.CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }
 
