@@ -30,8 +30,13 @@ func clientset(t *testing.T, kubeconfig string) kubernetes.Interface {
 	return cs
 }
 
+// testMaps selects the config maps the tests create, apart from the
+// kube-root-ca.crt the root CA publisher adds to every namespace.
+const testMaps = "test=clientgo"
+
 func configMap(name string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"test": "clientgo"}},
+		Data: map[string]string{"k": "v"}}
 }
 
 func TestClientGoUpdateConflict(t *testing.T) {
@@ -129,14 +134,14 @@ func TestClientGoWatchFromList(t *testing.T) {
 	if _, err := cms.Create(ctx, configMap("before"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := cms.List(ctx, metav1.ListOptions{})
+	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: testMaps})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cms.Create(ctx, configMap("after"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, LabelSelector: testMaps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +171,7 @@ func TestClientGoBookmarks(t *testing.T) {
 		// bookmark annotated k8s.io/initial-events-end.
 		yes := true
 		w, err := cms.Watch(ctx, metav1.ListOptions{
+			LabelSelector:        testMaps,
 			AllowWatchBookmarks:  true,
 			SendInitialEvents:    &yes,
 			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,

@@ -2,8 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -46,6 +48,11 @@ func (a *attributes) objectName() string {
 	return "Unknown"
 }
 
+// admissionForbidden is admission.NewForbidden: a 403 naming the object.
+func admissionForbidden(a *attributes, format string, args ...any) error {
+	return apierrors.NewForbidden(groupResource(a.res), a.objectName(), fmt.Errorf(format, args...))
+}
+
 // admitMutating runs the checks upstream makes in its mutating admission
 // phase, before defaulting and validation: NodeRestriction.
 func (s *Server) admitMutating(ctx context.Context, a *attributes) error {
@@ -57,10 +64,14 @@ func (s *Server) admitMutating(ctx context.Context, a *attributes) error {
 }
 
 // admitValidating runs the checks upstream makes after validation, on the
-// final object: PodSecurity. Only creates and updates are checked.
+// final object: ServiceAccount (on ephemeral containers) and PodSecurity.
+// Only creates and updates are checked.
 func (s *Server) admitValidating(ctx context.Context, a *attributes) error {
 	if a.op != admissionv1.Create && a.op != admissionv1.Update {
 		return nil
+	}
+	if err := s.validateServiceAccountEphemeral(ctx, a); err != nil {
+		return err
 	}
 	return s.checkPodSecurity(ctx, a)
 }

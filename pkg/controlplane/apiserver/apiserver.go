@@ -36,6 +36,9 @@ type Config struct {
 	// APIAudiences are the audiences the server accepts (kube-apiserver's
 	// --api-audiences); they default to the TokenSigner's issuer.
 	APIAudiences []string
+	// Kubelet is how logs, exec, attach, port-forward and nodes/proxy
+	// reach the nodes' kubelet API.
+	Kubelet KubeletClientConfig
 }
 
 // Keys of the resources the server itself uses.
@@ -54,6 +57,7 @@ type Server struct {
 
 	services    serviceAllocator
 	podSecurity *psadmission.Admission
+	kubelet     *kubeletClient
 
 	purgeMu sync.Mutex
 	purging map[string]bool
@@ -80,6 +84,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	var err error
 	if s.podSecurity, err = newPodSecurity(s); err != nil {
+		return nil, err
+	}
+	if s.kubelet, err = newKubeletClient(cfg.Kubelet); err != nil {
 		return nil, err
 	}
 	for _, res := range registry.All() {

@@ -31,13 +31,20 @@ func (s *Server) authorize(r *http.Request, res *registry.Resource, ri requestIn
 	if !ok {
 		return nil // no authentication in front (tests of the handler alone)
 	}
-	if isMaster(u) || res.Virtual {
+	if isMaster(u) || (res.Virtual && !delegatedReview(res)) {
 		return nil // reviews are open to every authenticated user (upstream's system:basic-user)
 	}
 	if node, ok := nodeName(u); ok && s.authorizeNode(r, node, res, ri) {
 		return nil
 	}
 	return forbidden(u, res, ri)
+}
+
+// delegatedReview is a review about other users (SubjectAccessReview):
+// upstream grants it to the delegating components and nodes, not to
+// every user.
+func delegatedReview(res *registry.Resource) bool {
+	return res.GVK.Group == "authorization.k8s.io" && res.Plural == "subjectaccessreviews"
 }
 
 func forbidden(u User, res *registry.Resource, ri requestInfo) error {
@@ -88,15 +95,16 @@ var (
 func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resource, ri requestInfo) bool {
 	switch res.GVK.Group + "/" + res.Plural {
 	case "/nodes":
-		return readVerbs[ri.Verb] || writeVerbs[ri.Verb] || ri.Name == node
+		// Not nodes/proxy (the kubelet API of any node), as upstream.
+		return ri.Subresource != "proxy" && (readVerbs[ri.Verb] || writeVerbs[ri.Verb] || ri.Name == node)
 	case "coordination.k8s.io/leases":
 		return writeVerbs[ri.Verb] || ri.Verb == "delete" || (ri.Namespace == v1.NamespaceNodeLease && ri.Name == node)
 	case "/events", "events.k8s.io/events":
 		return ri.Verb == "create" || ri.Verb == "update" || ri.Verb == "patch"
 	case "/services", "/endpoints", "/namespaces":
 		return readVerbs[ri.Verb]
-	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/selfsubjectaccessreviews":
-		return true
+	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/subjectaccessreviews":
+		return true // agents authorize requests to their kubelet API with these
 	case "/pods":
 		return s.nodeMayAccessPod(r, node, ri)
 	case "/serviceaccounts":

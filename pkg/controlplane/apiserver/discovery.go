@@ -141,7 +141,7 @@ func subresourceDiscovery(res *registry.Resource, sub string) metav1.APIResource
 			r.Kind = "PodPortForwardOptions"
 		}
 	case "proxy":
-		r.Kind = "NodeProxyOptions"
+		r.Kind = res.GVK.Kind + "ProxyOptions" // NodeProxyOptions, ServiceProxyOptions
 		r.Verbs = []string{"create", "delete", "get", "patch", "update"}
 	case "finalize":
 		r.Verbs = []string{"update"}

@@ -6,7 +6,24 @@
 //
 // Writes pass upstream's built-in admission in upstream's order: the
 // mutating plugins (NamespaceLifecycle, ServiceAccount,
-// DefaultTolerationSeconds, DefaultStorageClass, NodeRestriction) before defaulting and
-// validation, PodSecurity after them on the final object. Warnings reach
-// the client as Warning headers.
+// DefaultTolerationSeconds, DefaultStorageClass, NodeRestriction) before
+// defaulting and validation, PodSecurity after them on the final object.
+// Warnings reach the client as Warning headers.
+//
+// ServiceAccount gives every pod but mirror pods its service account
+// ("default" unless named; a missing one is refused) and, unless the pod
+// or the account turns automountServiceAccountToken off, the projected
+// kube-api-access-<5 chars> volume (a bound token, the kube-root-ca.crt
+// config map the root CA publisher keeps, the namespace) mounted
+// read-only at /var/run/secrets/kubernetes.io/serviceaccount in every
+// init and regular container. NodeRestriction lets a node request tokens
+// only bound to its own pods, for an audience their volumes use.
+//
+// pods/log, exec, attach, portforward and nodes/proxy go to the node's
+// kubelet API (Config.Kubelet: its address from the Node's status, the
+// API server's client certificate): logs are streamed, connection
+// upgrades proxied end to end, except that WebSocket (v5) exec and attach
+// are translated to SPDY and WebSocket port-forward tunnels SPDY, as
+// upstream does for kubelets that speak only SPDY. kubelettest is a fake
+// kubelet for testing them.
 package apiserver

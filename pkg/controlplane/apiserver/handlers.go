@@ -34,6 +34,10 @@ type resourceHandler struct {
 }
 
 func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request) {
+	if h.isConnect() {
+		h.connect(w, r)
+		return
+	}
 	if h.ri.Verb == "watch" {
 		h.watch(w, r)
 		return

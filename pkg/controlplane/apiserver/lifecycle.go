@@ -35,10 +35,23 @@ func (s *Server) admitNamespace(ctx context.Context, name string) error {
 		return err
 	}
 	if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
-		return apierrors.NewForbidden(v1.Resource("namespaces"), name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+		return namespaceTerminating(name)
 	}
 	return nil
+}
+
+// namespaceTerminating carries upstream's NamespaceTerminating cause, by
+// which controllers (the root CA publisher) tell a namespace going away
+// from a failure worth retrying.
+func namespaceTerminating(name string) error {
+	err := apierrors.NewForbidden(v1.Resource("namespaces"), name,
+		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type:    v1.NamespaceTerminatingCause,
+		Message: fmt.Sprintf("namespace %s is being terminated", name),
+		Field:   "metadata.namespace",
+	})
+	return err
 }
 
 // getNamespace reads the watch cache, as upstream's admission plugins read
@@ -65,20 +78,19 @@ func (s *Server) getNamespace(ctx context.Context, name string) (*v1.Namespace, 
 	return obj.(*v1.Namespace), nil
 }
 
-// admit runs the mutating admission plugins that apply on create.
-func (s *Server) admit(ctx context.Context, res *registry.Resource, obj runtime.Object) {
-	if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
+// admit runs the create-only mutating plugins: DefaultStorageClass,
+// DefaultTolerationSeconds and ServiceAccount, the one that may refuse.
+// Upstream runs ServiceAccount first and the other two after
+// NodeRestriction; they only fill in fields of their own, so their place
+// shows nowhere.
+func (s *Server) admit(ctx context.Context, a *attributes) error {
+	if pvc, ok := a.obj.(*v1.PersistentVolumeClaim); ok {
 		s.setDefaultStorageClass(ctx, pvc)
 	}
-	if pod, ok := obj.(*v1.Pod); ok {
+	if pod, ok := a.obj.(*v1.Pod); ok {
 		addDefaultTolerations(pod)
-		// The ServiceAccount plugin leaves mirror pods alone: their spec
-		// must match the static pod, and NodeRestriction refuses mirror
-		// pods that name a service account.
-		if _, mirror := pod.Annotations[v1.MirrorPodAnnotationKey]; !mirror && pod.Spec.ServiceAccountName == "" {
-			pod.Spec.ServiceAccountName = "default"
-		}
 	}
+	return s.admitServiceAccount(ctx, a)
 }
 
 // addDefaultTolerations adds the DefaultTolerationSeconds plugin's

@@ -71,7 +71,9 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	m.SetCreationTimestamp(metav1.Now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	h.s.admit(ctx, h.res, obj)
+	if err := h.s.admit(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
+		return err
+	}
 	if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
@@ -14,14 +13,15 @@ import (
 
 // restrictNode is upstream's NodeRestriction admission: the node
 // authorizer and the system:node rules let a node write pods, nodes and
-// leases broadly; this narrows the writes to the node's own objects.
+// leases and request service account tokens broadly; this narrows the
+// writes to the node's own objects and the tokens to its pods.
 func (s *Server) restrictNode(ctx context.Context, u User, a *attributes) error {
 	if !hasGroup(u, nodesGroup) {
 		return nil
 	}
 	node, ok := nodeName(u)
 	if !ok {
-		return nodeForbidden(a, "could not determine node from user %q", u.Name)
+		return admissionForbidden(a, "could not determine node from user %q", u.Name)
 	}
 	switch groupResource(a.res).String() {
 	case "pods":
@@ -30,13 +30,10 @@ func (s *Server) restrictNode(ctx context.Context, u User, a *attributes) error 
 		return restrictNodeNode(node, a)
 	case "leases.coordination.k8s.io":
 		return restrictNodeLease(node, a)
+	case "serviceaccounts":
+		return s.restrictNodeToken(ctx, u, node, a)
 	}
 	return nil
-}
-
-// nodeForbidden is admission.NewForbidden: a 403 naming the object.
-func nodeForbidden(a *attributes, format string, args ...any) error {
-	return apierrors.NewForbidden(groupResource(a.res), a.objectName(), fmt.Errorf(format, args...))
 }
 
 func (s *Server) restrictNodePod(ctx context.Context, node string, a *attributes) error {
@@ -47,40 +44,40 @@ func (s *Server) restrictNodePod(ctx context.Context, node string, a *attributes
 			return s.restrictMirrorPod(ctx, node, a)
 		case admissionv1.Delete:
 			if a.old.(*v1.Pod).Spec.NodeName != node {
-				return nodeForbidden(a, "node %q can only delete pods with spec.nodeName set to itself", node)
+				return admissionForbidden(a, "node %q can only delete pods with spec.nodeName set to itself", node)
 			}
 			return nil
 		}
-		return nodeForbidden(a, "unexpected operation %q, node %q can only create and delete mirror pods", a.op, node)
+		return admissionForbidden(a, "unexpected operation %q, node %q can only create and delete mirror pods", a.op, node)
 	case "status":
 		return restrictNodePodStatus(node, a)
 	case "eviction":
 		return s.restrictNodeEviction(ctx, node, a)
 	}
-	return nodeForbidden(a, "unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.subresource)
+	return admissionForbidden(a, "unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.subresource)
 }
 
 // restrictNodeEviction: evictions only of pods bound to the node.
 func (s *Server) restrictNodeEviction(ctx context.Context, node string, a *attributes) error {
 	if a.op != admissionv1.Create {
-		return nodeForbidden(a, "unexpected operation %s", a.op)
+		return admissionForbidden(a, "unexpected operation %s", a.op)
 	}
 	name := a.name // the URL's pod, before the Eviction's name
 	if m, err := meta.Accessor(a.obj); name == "" && err == nil {
 		name = m.GetName()
 	}
 	if name == "" {
-		return nodeForbidden(a, "could not determine pod from request data")
+		return admissionForbidden(a, "could not determine pod from request data")
 	}
 	obj, err := s.store("/v1/pods").Get(ctx, a.namespace, name)
 	if apierrors.IsNotFound(err) {
 		return err
 	}
 	if err != nil {
-		return nodeForbidden(a, "%v", err)
+		return admissionForbidden(a, "%v", err)
 	}
 	if obj.(*v1.Pod).Spec.NodeName != node {
-		return nodeForbidden(a, "node %s can only evict pods with spec.nodeName set to itself", node)
+		return admissionForbidden(a, "node %s can only evict pods with spec.nodeName set to itself", node)
 	}
 	return nil
 }
@@ -91,16 +88,16 @@ func (s *Server) restrictNodeEviction(ctx context.Context, node string, a *attri
 func (s *Server) restrictMirrorPod(ctx context.Context, node string, a *attributes) error {
 	pod := a.obj.(*v1.Pod)
 	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; !ok {
-		return nodeForbidden(a, "pod does not have %q annotation, node %q can only create mirror pods", v1.MirrorPodAnnotationKey, node)
+		return admissionForbidden(a, "pod does not have %q annotation, node %q can only create mirror pods", v1.MirrorPodAnnotationKey, node)
 	}
 	if pod.Spec.NodeName != node {
-		return nodeForbidden(a, "node %q can only create pods with spec.nodeName set to itself", node)
+		return admissionForbidden(a, "node %q can only create pods with spec.nodeName set to itself", node)
 	}
 	if err := s.checkMirrorPodOwner(ctx, node, a, pod); err != nil {
 		return err
 	}
 	if ref := podAPIReference(pod); ref != "" {
-		return nodeForbidden(a, "node %q can not create pods that reference %s", node, ref)
+		return admissionForbidden(a, "node %q can not create pods that reference %s", node, ref)
 	}
 	return nil
 }
@@ -108,30 +105,30 @@ func (s *Server) restrictMirrorPod(ctx context.Context, node string, a *attribut
 func (s *Server) checkMirrorPodOwner(ctx context.Context, node string, a *attributes, pod *v1.Pod) error {
 	switch len(pod.OwnerReferences) {
 	case 0:
-		return nodeForbidden(a, "node %q can only create pods with an owner reference set to itself", node)
+		return admissionForbidden(a, "node %q can only create pods with an owner reference set to itself", node)
 	case 1:
 	default:
-		return nodeForbidden(a, "node %q can only create pods with a single owner reference set to itself", node)
+		return admissionForbidden(a, "node %q can only create pods with a single owner reference set to itself", node)
 	}
 	owner := pod.OwnerReferences[0]
 	if owner.APIVersion != v1.SchemeGroupVersion.String() || owner.Kind != "Node" || owner.Name != node {
-		return nodeForbidden(a, "node %q can only create pods with an owner reference set to itself", node)
+		return admissionForbidden(a, "node %q can only create pods with an owner reference set to itself", node)
 	}
 	if owner.Controller == nil || !*owner.Controller {
-		return nodeForbidden(a, "node %q can only create pods with a controller owner reference set to itself", node)
+		return admissionForbidden(a, "node %q can only create pods with a controller owner reference set to itself", node)
 	}
 	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
-		return nodeForbidden(a, "node %q must not set blockOwnerDeletion on an owner reference", node)
+		return admissionForbidden(a, "node %q must not set blockOwnerDeletion on an owner reference", node)
 	}
 	obj, err := s.store("/v1/nodes").Get(ctx, "", node)
 	if apierrors.IsNotFound(err) {
 		return err
 	}
 	if err != nil {
-		return nodeForbidden(a, "error looking up node %s to verify uid: %v", node, err)
+		return admissionForbidden(a, "error looking up node %s to verify uid: %v", node, err)
 	}
 	if uid := obj.(*v1.Node).UID; owner.UID != uid {
-		return nodeForbidden(a, "node %s UID mismatch: expected %s got %s", node, owner.UID, uid)
+		return admissionForbidden(a, "node %s UID mismatch: expected %s got %s", node, owner.UID, uid)
 	}
 	return nil
 }
@@ -140,20 +137,20 @@ func (s *Server) checkMirrorPodOwner(ctx context.Context, node string, a *attrib
 // changes smuggled in through it.
 func restrictNodePodStatus(node string, a *attributes) error {
 	if a.op != admissionv1.Update {
-		return nodeForbidden(a, "unexpected operation %q", a.op)
+		return admissionForbidden(a, "unexpected operation %q", a.op)
 	}
 	old, pod := a.old.(*v1.Pod), a.obj.(*v1.Pod)
 	if old.Spec.NodeName != node {
-		return nodeForbidden(a, "node %q can only update pod status for pods with spec.nodeName set to itself", node)
+		return admissionForbidden(a, "node %q can only update pod status for pods with spec.nodeName set to itself", node)
 	}
 	if !labels.Equals(old.Labels, pod.Labels) {
-		return nodeForbidden(a, "node %q cannot update labels through pod status", node)
+		return admissionForbidden(a, "node %q cannot update labels through pod status", node)
 	}
 	if !sameClaimStatuses(old.Status.ResourceClaimStatuses, pod.Status.ResourceClaimStatuses) {
-		return nodeForbidden(a, "node %q cannot update resource claim statues", node) // sic, upstream's words
+		return admissionForbidden(a, "node %q cannot update resource claim statues", node) // sic, upstream's words
 	}
 	if !apiequality.Semantic.DeepEqual(old.Status.ExtendedResourceClaimStatus, pod.Status.ExtendedResourceClaimStatus) {
-		return nodeForbidden(a, "node %q cannot update extended resource claim status", node)
+		return admissionForbidden(a, "node %q cannot update extended resource claim status", node)
 	}
 	return nil
 }

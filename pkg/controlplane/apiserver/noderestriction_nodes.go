@@ -18,16 +18,16 @@ func restrictNodeNode(node string, a *attributes) error {
 		requested = a.objectName() // a create names the node in its body
 	}
 	if requested != node {
-		return nodeForbidden(a, "node %q is not allowed to modify node %q", node, requested)
+		return admissionForbidden(a, "node %q is not allowed to modify node %q", node, requested)
 	}
 	switch a.op {
 	case admissionv1.Create:
 		n := a.obj.(*v1.Node)
 		if n.Spec.ConfigSource != nil {
-			return nodeForbidden(a, "node %q is not allowed to create pods with a non-nil configSource", node) // sic
+			return admissionForbidden(a, "node %q is not allowed to create pods with a non-nil configSource", node) // sic
 		}
 		if bad := forbiddenNodeLabels(n.Labels, nil); len(bad) > 0 {
-			return nodeForbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
+			return admissionForbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
 	case admissionv1.Update:
 		return restrictNodeUpdate(node, a, a.obj.(*v1.Node), a.old.(*v1.Node))
@@ -38,16 +38,16 @@ func restrictNodeNode(node string, a *attributes) error {
 func restrictNodeUpdate(node string, a *attributes, n, old *v1.Node) error {
 	// A nil configSource is let through: old kubelets drop the field.
 	if n.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(n.Spec.ConfigSource, old.Spec.ConfigSource) {
-		return nodeForbidden(a, "node %q is not allowed to update configSource to a new non-nil configSource", node)
+		return admissionForbidden(a, "node %q is not allowed to update configSource to a new non-nil configSource", node)
 	}
 	if !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
-		return nodeForbidden(a, "node %q is not allowed to modify taints", node)
+		return admissionForbidden(a, "node %q is not allowed to modify taints", node)
 	}
 	if !apiequality.Semantic.DeepEqual(n.OwnerReferences, old.OwnerReferences) {
-		return nodeForbidden(a, "node %q is not allowed to modify ownerReferences", node)
+		return admissionForbidden(a, "node %q is not allowed to modify ownerReferences", node)
 	}
 	if bad := forbiddenNodeLabels(n.Labels, old.Labels); len(bad) > 0 {
-		return nodeForbidden(a, "is not allowed to modify labels: %s", strings.Join(bad, ", "))
+		return admissionForbidden(a, "is not allowed to modify labels: %s", strings.Join(bad, ", "))
 	}
 	return nil
 }
@@ -130,14 +130,14 @@ func inDomain(ns, domain string) bool {
 // restrictNodeLease: only the node's own lease, in kube-node-lease.
 func restrictNodeLease(node string, a *attributes) error {
 	if a.namespace != v1.NamespaceNodeLease {
-		return nodeForbidden(a, "can only access leases in the %q system namespace", v1.NamespaceNodeLease)
+		return admissionForbidden(a, "can only access leases in the %q system namespace", v1.NamespaceNodeLease)
 	}
 	name := a.name
 	if a.op == admissionv1.Create {
 		name = a.objectName()
 	}
 	if name != node {
-		return nodeForbidden(a, "can only access node lease with the same name as the requesting node")
+		return admissionForbidden(a, "can only access node lease with the same name as the requesting node")
 	}
 	return nil
 }

@@ -81,9 +81,9 @@ func TestNodeRestrictionPods(t *testing.T) {
 		{"mirror pod with a wrong owner UID", http.MethodPost, pods, mirrorPod("m", "nr-pods-a", "0000", ""),
 			http.StatusForbidden, `pods "m" is forbidden: node nr-pods-a UID mismatch: expected 0000 got ` + uid},
 		{"mirror pod with a service account", http.MethodPost, pods, mirrorPod("m", "nr-pods-a", uid, `"serviceAccountName":"default",`),
-			http.StatusForbidden, `pods "m" is forbidden: ` + node + ` can not create pods that reference a service account`},
+			http.StatusForbidden, `pods "m" is forbidden: a mirror pod may not reference service accounts`}, // ServiceAccount runs first
 		{"mirror pod with a secret", http.MethodPost, pods, mirrorPod("m", "nr-pods-a", uid, `"volumes":[{"name":"s","secret":{"secretName":"s"}}],`),
-			http.StatusForbidden, `pods "m" is forbidden: ` + node + ` can not create pods that reference secrets`},
+			http.StatusForbidden, `pods "m" is forbidden: a mirror pod may not reference secrets`},
 		{"mirror pod with a config map", http.MethodPost, pods, mirrorPod("m", "nr-pods-a", uid, `"volumes":[{"name":"s","configMap":{"name":"s"}}],`),
 			http.StatusForbidden, `pods "m" is forbidden: ` + node + ` can not create pods that reference configmaps`},
 		{"mirror pod", http.MethodPost, pods, mirrorPod("m", "nr-pods-a", uid, ""), http.StatusCreated, ""},

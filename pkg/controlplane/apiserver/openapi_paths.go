@@ -87,10 +87,11 @@ const (
 type oaOp struct {
 	ID, Desc, Action string
 	GVK              schema.GroupVersionKind
-	Body, Resp       string // definition names
+	Body, Resp       string // definition names; no Resp: a stream, described as a string
 	Created          bool   // answers 201 (and 202) besides 200
 	Params           []oaParam
 	Tag              string
+	Produces         []string // nil: the serializers' media types
 }
 
 // oaPath is one path with its operations, by lower-case method.
@@ -118,6 +119,9 @@ func (o *oaOp) render(method string, v3 bool) map[string]interface{} {
 		consumes = patchTypes
 	}
 	produces := []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}
+	if o.Produces != nil {
+		produces = o.Produces
+	}
 	codes := []string{"200"}
 	if o.Created {
 		codes = append(codes, "201", "202")
@@ -134,7 +138,7 @@ func (o *oaOp) render(method string, v3 bool) map[string]interface{} {
 		for _, code := range codes {
 			content := map[string]interface{}{}
 			for _, c := range produces {
-				content[c] = map[string]interface{}{"schema": map[string]interface{}{"$ref": "#/components/schemas/" + o.Resp}}
+				content[c] = map[string]interface{}{"schema": o.respSchema("#/components/schemas/")}
 			}
 			responses[code] = map[string]interface{}{"description": httpText(code), "content": content}
 		}
@@ -144,7 +148,7 @@ func (o *oaOp) render(method string, v3 bool) map[string]interface{} {
 				"schema": map[string]interface{}{"$ref": "#/definitions/" + o.Body}})
 		}
 		for _, code := range codes {
-			responses[code] = map[string]interface{}{"description": httpText(code), "schema": map[string]interface{}{"$ref": "#/definitions/" + o.Resp}}
+			responses[code] = map[string]interface{}{"description": httpText(code), "schema": o.respSchema("#/definitions/")}
 		}
 		m["consumes"], m["produces"], m["schemes"] = consumes, produces, []string{"https"}
 	}
@@ -153,6 +157,14 @@ func (o *oaOp) render(method string, v3 bool) map[string]interface{} {
 	}
 	m["responses"] = responses
 	return m
+}
+
+// respSchema refers to the response's definition; streams are strings.
+func (o *oaOp) respSchema(prefix string) map[string]interface{} {
+	if o.Resp == "" {
+		return map[string]interface{}{"type": "string"}
+	}
+	return map[string]interface{}{"$ref": prefix + o.Resp}
 }
 
 func httpText(code string) string {
@@ -317,7 +329,8 @@ func resourcePaths(res *registry.Resource, def func(runtime.Object) string) []*o
 			o.GVK, o.Created = sk.gvk, true
 			p.Ops["post"] = o
 		default:
-			continue // log, exec, attach, portforward, proxy: not described
+			out = append(out, connectPaths(res, sub, collection)...) // log and the streams
+			continue
 		}
 		out = append(out, p)
 	}

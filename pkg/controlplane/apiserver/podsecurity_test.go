@@ -126,7 +126,12 @@ func TestPodSecurityPodUpdates(t *testing.T) {
 	if rec := serveAs(t, admin, http.MethodPatch, pod, `{"metadata":{"labels":{"x":"y"}}}`); rec.Code != http.StatusOK {
 		t.Errorf("label a running pod: %d %s", rec.Code, rec.Body)
 	}
-	rec = serveAs(t, admin, http.MethodPatch, pod, `{"spec":{"containers":[{"name":"c","image":"busybox:2"}]}}`)
+	// A JSON patch: a merge patch would replace the container and drop
+	// the API access mount the ServiceAccount admission added.
+	req := httptest.NewRequest(http.MethodPatch, pod, strings.NewReader(`[{"op":"replace","path":"/spec/containers/0/image","value":"busybox:2"}]`))
+	req.Header.Set("Content-Type", "application/json-patch+json")
+	rec = httptest.NewRecorder()
+	testSrv.Handler().ServeHTTP(rec, req.WithContext(WithUser(req.Context(), admin)))
 	want := `pods "p" is forbidden: violates PodSecurity "restricted:latest": ` + restrictedDetail
 	if rec.Code != http.StatusForbidden || statusMessage(t, rec) != want {
 		t.Errorf("change the image: %d %s, want 403 %s", rec.Code, rec.Body, want)

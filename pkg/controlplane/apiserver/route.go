@@ -38,12 +38,15 @@ func parseResourcePath(method, path string, watchParam bool) (requestInfo, bool)
 		ri.Name = parts[1]
 	}
 	if len(parts) >= 3 {
-		ri.Subresource = strings.Join(parts[2:], "/")
+		ri.Subresource = parts[2]
 	}
-	if len(parts) > 3 && ri.Subresource != "proxy" && !strings.HasPrefix(ri.Subresource, "proxy/") {
+	// Only proxy takes a path below it (nodes/<name>/proxy/<path>), which
+	// the proxy handler reads from the URL; a proxied GET is a get even
+	// with a watch parameter meant for the backend.
+	if len(parts) > 3 && ri.Subresource != "proxy" {
 		return ri, false
 	}
-	ri.Verb = verb(method, ri.Name != "", watchParam)
+	ri.Verb = verb(method, ri.Name != "", watchParam && ri.Subresource != "proxy")
 	return ri, ri.Verb != ""
 }
 

@@ -21,20 +21,21 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
-// nodeStreaming are the pod subresources the node serves; the proxy to
-// the node's API arrives with the node API issue.
-var nodeStreaming = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
+// notServed are subresources discovery lists that are not served yet:
+// services/proxy needs the service's endpoints. (The kubelet's streams
+// and nodes/proxy are served by connect, before the verb dispatch.)
+var notServed = map[string]bool{"proxy": true}
 
-func errNodeAPI(sub string) error {
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not available yet: the API server does not proxy to the node's API in this version", sub))
+func errNotServed(sub string) error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not available yet: the API server does not proxy to services in this version", sub))
 }
 
-// getSubresource serves GET on scale and the node's streams; status and
-// ephemeralcontainers answer with the object itself, as upstream.
+// getSubresource serves GET on scale; status and ephemeralcontainers
+// answer with the object itself, as upstream.
 func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	switch {
-	case nodeStreaming[h.ri.Subresource]:
-		return errNodeAPI(h.res.Plural + "/" + h.ri.Subresource)
+	case notServed[h.ri.Subresource]:
+		return errNotServed(h.res.Plural + "/" + h.ri.Subresource)
 	case h.ri.Subresource == "scale":
 		obj, err := h.st.Get(ctx, h.ri.Namespace, h.ri.Name)
 		if err != nil {
@@ -46,7 +47,7 @@ func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWri
 	return h.get(ctx, w, r)
 }
 
-// createSubresource serves POST on binding, eviction, token and the streams.
+// createSubresource serves POST on binding, eviction and token.
 func (h *resourceHandler) createSubresource(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	switch h.ri.Subresource {
 	case "binding":
@@ -56,8 +57,8 @@ func (h *resourceHandler) createSubresource(ctx context.Context, w http.Response
 	case "token":
 		return h.createToken(ctx, w, r)
 	}
-	if nodeStreaming[h.ri.Subresource] {
-		return errNodeAPI(h.res.Plural + "/" + h.ri.Subresource)
+	if notServed[h.ri.Subresource] {
+		return errNotServed(h.res.Plural + "/" + h.ri.Subresource)
 	}
 	return methodNotSupported(groupResource(h.res), "create")
 }
@@ -179,7 +180,15 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *http.Request, res *registry.Resource, obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *authzv1.SelfSubjectAccessReview:
+		if err := invalidReview(res, obj); err != nil {
+			return err
+		}
 		o.Status.Allowed = s.reviewAccess(r, o.Spec.ResourceAttributes)
+	case *authzv1.SubjectAccessReview:
+		if err := invalidReview(res, obj); err != nil {
+			return err
+		}
+		o.Status = s.reviewSubjectAccess(r, &o.Spec)
 	case *authnv1.TokenReview:
 		if err := s.reviewToken(ctx, o); err != nil {
 			return err
@@ -188,6 +197,18 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 		return methodNotSupported(groupResource(res), "create")
 	}
 	s.writeObject(w, r, res, http.StatusCreated, obj)
+	return nil
+}
+
+// invalidReview validates an access review, which upstream refuses with
+// a 422 (a TokenReview without a token is a 400 of its own).
+func invalidReview(res *registry.Resource, obj runtime.Object) error {
+	if res.Validate == nil {
+		return nil
+	}
+	if errs := res.Validate(obj); len(errs) > 0 {
+		return apierrors.NewInvalid(res.GVK.GroupKind(), "", errs)
+	}
 	return nil
 }
 
@@ -202,7 +223,7 @@ func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes
 		return false // non-resource URLs: only the admin, for now
 	}
 	for _, res := range s.resources {
-		if res.GVK.Group != attrs.Group || res.Plural != attrs.Resource || (attrs.Version != "" && res.GVK.Version != attrs.Version) {
+		if res.GVK.Group != attrs.Group || res.Plural != attrs.Resource || (attrs.Version != "" && attrs.Version != "*" && res.GVK.Version != attrs.Version) {
 			continue
 		}
 		ri := requestInfo{Group: attrs.Group, Version: res.GVK.Version, Namespace: attrs.Namespace, Resource: attrs.Resource,

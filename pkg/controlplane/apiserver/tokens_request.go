@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,11 @@ func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter
 	}
 	var req authnv1.TokenRequest
 	if err := readBody(r, &req); err != nil {
+		return err
+	}
+	// Mutating admission sees the request as sent (NodeRestriction checks
+	// a node's binding and audience before defaulting).
+	if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Create, &req, nil)); err != nil {
 		return err
 	}
 	ns, name := h.ri.Namespace, h.ri.Name

@@ -17,6 +17,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -124,6 +125,15 @@ func TestCheckAudiences(t *testing.T) {
 // and a stub token authenticator.
 func tokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc) *kubernetes.Clientset {
 	t.Helper()
+	s := newTokenServer(t, signer, authn)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+}
+
+// newTokenServer runs the second API server until the test ends.
+func newTokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc) *Server {
+	t.Helper()
 	s, err := New(Config{Etcd: testSrv.cfg.Etcd, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TokenSigner: signer, TokenAuthenticator: authn})
 	if err != nil {
@@ -138,9 +148,7 @@ func tokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc
 	case <-time.After(30 * time.Second):
 		t.Fatal("token API server not ready")
 	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+	return s
 }
 
 func TestTokenRequest(t *testing.T) {
@@ -237,6 +245,9 @@ func TestTokenRequest(t *testing.T) {
 	if _, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctxT(t), "default",
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: ref}}, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("config map binding: %v", err)
+	}
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctxT(t), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	other := testPod("other-sa")
 	other.Spec.ServiceAccountName = "builder"

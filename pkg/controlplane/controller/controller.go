@@ -8,7 +8,9 @@
 //     pods that do not tolerate NoExecute taints;
 //   - nodeipam: gives every node a pod CIDR out of the cluster CIDR;
 //   - persistentvolume: binds PersistentVolumeClaims to PersistentVolumes
-//     and releases volumes whose claims are gone.
+//     and releases volumes whose claims are gone;
+//   - rootcacert: publishes the cluster CA as the kube-root-ca.crt
+//     ConfigMap in every namespace (when Options.RootCA is set).
 //
 // Each controller reports what it does as core/v1 events with upstream's
 // reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
@@ -34,6 +36,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodelifecycle"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/persistentvolume"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/replicaset"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/rootcacert"
 )
 
 // Options tunes Run; the zero value takes upstream's defaults.
@@ -44,6 +47,10 @@ type Options struct {
 	NodeIPAM nodeipam.Config
 	// PersistentVolume tunes the binder's resync period.
 	PersistentVolume persistentvolume.Config
+	// RootCA is the cluster CA bundle (PEM) published in every namespace
+	// as kube-root-ca.crt, upstream's --root-ca-file; nil runs no
+	// publisher (there is nothing to publish).
+	RootCA []byte
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -67,6 +74,10 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
 	nl := nodelifecycle.New(client, factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
 	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
+	var rootCA *rootcacert.Publisher
+	if len(opts.RootCA) > 0 {
+		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	factory.Start(gctx.Done())
@@ -77,5 +88,8 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return nl.Run(gctx) })
 	g.Go(func() error { return ipam.Run(gctx) })
 	g.Go(func() error { return pv.Run(gctx) })
+	if rootCA != nil {
+		g.Go(func() error { return rootCA.Run(gctx, 1) })
+	}
 	return g.Wait()
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 
@@ -34,6 +35,13 @@ func freePort(t *testing.T) int {
 
 // startControlPlane runs the real server, which runs the controllers.
 func startControlPlane(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	return kubernetes.NewForConfigOrDie(startControlPlaneConfig(t))
+}
+
+// startControlPlaneConfig runs the real server and returns the admin's
+// client configuration (its CAData is the cluster CA).
+func startControlPlaneConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -58,7 +66,6 @@ func startControlPlane(t *testing.T) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	rc.QPS, rc.Burst = 200, 400
-	client := kubernetes.NewForConfigOrDie(rc)
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -70,7 +77,7 @@ func startControlPlane(t *testing.T) kubernetes.Interface {
 			t.Error("server did not stop")
 		}
 	})
-	return client
+	return rc
 }
 
 // eventually polls cond until it holds; it fails with the last state.

@@ -37,6 +37,18 @@ const (
 	servingCommonName = "kube-apiserver"
 )
 
+// The API server's client certificate towards kubelets, named as kubeadm
+// names it. The agents authorize it with a SubjectAccessReview. kubeadm
+// puts it in kubeadm:cluster-admins, which RBAC binds to cluster-admin;
+// this API server has no RBAC yet, and system:masters is the group its
+// authorizer allows everything, so that is the group it gets.
+const (
+	KubeletClientCertFile = "apiserver-kubelet-client.crt"
+	KubeletClientKeyFile  = "apiserver-kubelet-client.key"
+	KubeletClientUser     = "kube-apiserver-kubelet-client"
+	KubeletClientGroup    = "system:masters"
+)
+
 // Options tune Ensure. The zero value uses the host's name and addresses.
 type Options struct {
 	// ExtraSANs are added to the serving certificate (DNS names or IPs).
@@ -60,6 +72,9 @@ type PKI struct {
 	ServingCertPath, ServingKeyPath string
 	// AdminCertPEM and AdminKeyPEM are the cluster-admin client credentials.
 	AdminCertPEM, AdminKeyPEM []byte
+	// KubeletClientCertPEM and KubeletClientKeyPEM are what the API
+	// server presents to kubelets (kube-apiserver's --kubelet-client-*).
+	KubeletClientCertPEM, KubeletClientKeyPEM []byte
 
 	now func() time.Time
 }
@@ -101,6 +116,10 @@ func Ensure(dir string, opts Options) (*PKI, error) {
 	}
 	admin := leafSpec{name: "admin", cn: AdminUser, orgs: []string{AdminGroup}, usage: x509.ExtKeyUsageClientAuth}
 	if p.AdminCertPEM, p.AdminKeyPEM, err = p.ensureLeaf(admin, opts.Logger); err != nil {
+		return nil, err
+	}
+	kubelet := leafSpec{name: "apiserver-kubelet-client", cn: KubeletClientUser, orgs: []string{KubeletClientGroup}, usage: x509.ExtKeyUsageClientAuth}
+	if p.KubeletClientCertPEM, p.KubeletClientKeyPEM, err = p.ensureLeaf(kubelet, opts.Logger); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -114,7 +114,7 @@ func All() []*Resource {
 		deployments, replicaSets,
 		storageClasses,
 		eventsV1,
-		tokenReviews, selfSubjectAccessReviews,
+		tokenReviews, selfSubjectAccessReviews, subjectAccessReviews,
 	}
 }
 

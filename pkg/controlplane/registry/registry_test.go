@@ -51,6 +51,7 @@ func TestResourcesTypes(t *testing.T) {
 		{"events.k8s.io", "v1", "events", &eventsv1.Event{}, &eventsv1.EventList{}, "Event", true},
 		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
 		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},
+		{"authorization.k8s.io", "v1", "subjectaccessreviews", &authorizationv1.SubjectAccessReview{}, nil, "SubjectAccessReview", false},
 	}
 	if got := len(All()); got != len(tests) {
 		t.Fatalf("All() has %d resources, want %d", got, len(tests))

@@ -104,6 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
 		APIAudiences:       apiAudiences,
+		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
 	})
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
@@ -202,7 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
 	runClient(func() error {
 		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
-			controller.Options{NodeIPAM: cfg.nodeIPAM()})
+			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM})
 	})
 	g.Go(func() error {
 		<-gctx.Done()

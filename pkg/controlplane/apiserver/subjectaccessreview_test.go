@@ -1,0 +1,82 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSubjectAccessReview(t *testing.T) {
+	kubeletClient := authzv1.SubjectAccessReviewSpec{User: "kube-apiserver-kubelet-client", Groups: []string{"system:masters", "system:authenticated"}}
+	node := authzv1.SubjectAccessReviewSpec{User: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	bob := authzv1.SubjectAccessReviewSpec{User: "bob", Groups: []string{"system:authenticated"}}
+	nodeProxy := &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "node-a"}
+	tests := []struct {
+		name  string
+		spec  authzv1.SubjectAccessReviewSpec
+		attrs *authzv1.ResourceAttributes
+		want  bool
+	}{
+		{"the API server's kubelet client gets nodes/proxy", kubeletClient, nodeProxy, true},
+		{"the API server's kubelet client gets nodes/log", kubeletClient, &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "log", Name: "node-a"}, true},
+		{"a node gets its own nodes/proxy", node, nodeProxy, false},
+		{"a node gets its node", node, &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Name: "node-a"}, true},
+		{"a node lists its pods", node, &authzv1.ResourceAttributes{Verb: "list", Resource: "pods",
+			FieldSelector: &authzv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=node-a"}}, true},
+		{"a node lists all pods", node, &authzv1.ResourceAttributes{Verb: "list", Resource: "pods"}, false},
+		{"a node execs into a pod", node, &authzv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "default", Name: "p"}, false},
+		{"bob gets nodes/proxy", bob, nodeProxy, false},
+		{"any version", kubeletClient, &authzv1.ResourceAttributes{Verb: "get", Version: "*", Resource: "nodes"}, true},
+	}
+	for _, tc := range tests {
+		spec := tc.spec
+		spec.ResourceAttributes = tc.attrs
+		got, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctxT(t), &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.Status.Allowed != tc.want || got.Spec.User != tc.spec.User {
+			t.Errorf("%s: got allowed %v (spec %+v), want %v", tc.name, got.Status.Allowed, got.Spec, tc.want)
+		}
+	}
+	_, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctxT(t), &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{ResourceAttributes: nodeProxy}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.user: Invalid value: \"\": at least one of user or group must be specified") {
+		t.Errorf("review without a subject: got %v", err)
+	}
+}
+
+func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
+	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	stranger := User{Name: "bob", Groups: []string{"system:authenticated"}}
+	sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"bob","resourceAttributes":{"verb":"get","resource":"pods"}}}`
+	tests := []struct {
+		name, method, path, body string
+		user                     User
+		want                     int
+	}{
+		{"a node proxies to its kubelet", http.MethodGet, "/api/v1/nodes/node-a/proxy/healthz", "", node, http.StatusForbidden},
+		{"a node reads a pod log", http.MethodGet, "/api/v1/namespaces/default/pods/p/log", "", node, http.StatusForbidden},
+		{"a node execs", http.MethodPost, "/api/v1/namespaces/default/pods/p/exec?command=true", "", node, http.StatusForbidden},
+		{"a node port-forwards", http.MethodGet, "/api/v1/namespaces/default/pods/p/portforward", "", node, http.StatusForbidden},
+		{"a node reviews access", http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar, node, http.StatusCreated},
+		{"a stranger reviews access", http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar, stranger, http.StatusForbidden},
+		{"a stranger reviews its own access", http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+			`{"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`, stranger, http.StatusCreated},
+	}
+	for _, tc := range tests {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req = req.WithContext(WithUser(req.Context(), tc.user))
+		rec := httptest.NewRecorder()
+		testSrv.Handler().ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: got %d %s, want %d", tc.name, rec.Code, rec.Body, tc.want)
+		}
+	}
+}
