@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
+	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
@@ -69,7 +70,8 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	rt, version, err := connectRuntime(ctx, cfg, log)
+	mtr := metrics.New(nodeName)
+	rt, version, err := connectRuntime(ctx, cfg, log, runtime.WithCallObserver(mtr.RuntimeCall))
 	if err != nil {
 		return err
 	}
@@ -101,6 +103,9 @@ func Run(ctx context.Context, o Options) error {
 		ParallelImagePulls: !*cfg.SerializeImagePulls,
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),
+
+		Metrics:      mtr,
+		ProbeMetrics: mtr,
 	}
 	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
 	if api != nil {
@@ -116,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -157,6 +162,7 @@ type parts struct {
 	rt               *runtime.Client
 	api              *apiclient.API // nil standalone
 	rc               *rest.Config   // nil standalone
+	metrics          *metrics.Metrics
 	nodeName, nodeIP string
 	log              *slog.Logger
 }
@@ -188,6 +194,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	}
 	events := make(chan types.UID, 256)
 	pleg := runtime.NewPLEG(rt, plegPeriod, log)
+	pleg.Relisted, pleg.Listed = p.metrics.PLEGRelisted, p.metrics.PLEGListed
 	go pleg.Run(ctx, events)
 	mgrDone := make(chan struct{})
 	go func() {
@@ -258,8 +265,8 @@ func wrapServe(what string, err error) error {
 
 // connectRuntime dials the CRI endpoint and waits until it answers, so a
 // runtime that starts after the agent is picked up.
-func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logger) (*runtime.Client, *criv1.VersionResponse, error) {
-	rt, err := runtime.Dial(ctx, cfg.ContainerRuntimeEndpoint, cfg.RuntimeRequestTimeout.Duration)
+func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logger, opts ...runtime.DialOption) (*runtime.Client, *criv1.VersionResponse, error) {
+	rt, err := runtime.Dial(ctx, cfg.ContainerRuntimeEndpoint, cfg.RuntimeRequestTimeout.Duration, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,9 +42,13 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	if err != nil {
 		return nil, err
 	}
+	mon, err := monitoring(o, p)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := nodeapi.New(nodeapi.Config{
 		NodeName: p.nodeName, Pods: p.mgr, Runtime: p.rt, Health: health, Configz: cfg, Logger: p.log,
-		Authenticator: authn, Authorizer: nodeAuthorizer(cfg, client),
+		Authenticator: authn, Authorizer: nodeAuthorizer(cfg, client), Monitoring: mon,
 	})
 	if err != nil {
 		return nil, err

@@ -5,7 +5,9 @@
 // timestamps and limitBytes), and /exec, /attach and /portForward, which
 // ask the CRI for a streaming URL and proxy the client's upgraded (SPDY or
 // WebSocket) connection to the runtime's streaming server, headers and
-// subprotocol intact.
+// subprotocol intact. When given their handlers (Config.Monitoring), it
+// also serves /metrics, /metrics/probes, /metrics/resource and
+// /stats/summary.
 //
 // Every request is authenticated (client certificate against a CA, bearer
 // token through a TokenReview, or anonymous when enabled; otherwise 401)

@@ -46,7 +46,19 @@ type Config struct {
 	Health server.HealthChecker
 	// Configz is served as {"kubeletconfig": Configz} on /configz.
 	Configz any
-	Logger  *slog.Logger
+	// Monitoring serves the metrics and stats endpoints; nil handlers
+	// are not routed (404).
+	Monitoring Monitoring
+	Logger     *slog.Logger
+}
+
+// Monitoring are the handlers of the kubelet's metrics and stats paths,
+// which authorization maps to nodes/metrics and nodes/stats.
+type Monitoring struct {
+	Metrics         http.Handler // /metrics
+	ProbeMetrics    http.Handler // /metrics/probes
+	ResourceMetrics http.Handler // /metrics/resource
+	Summary         http.Handler // /stats/summary
 }
 
 // Server is the kubelet's authenticated API (port 10250).
@@ -80,6 +92,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runningpods/", s.runningPods)
 	s.mux.HandleFunc("GET /configz", s.configz)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	for path, h := range map[string]http.Handler{
+		"/metrics": s.cfg.Monitoring.Metrics, "/metrics/probes": s.cfg.Monitoring.ProbeMetrics,
+		"/metrics/resource": s.cfg.Monitoring.ResourceMetrics, "/stats/summary": s.cfg.Monitoring.Summary,
+	} {
+		if h != nil {
+			s.mux.Handle("GET "+path, h)
+		}
+	}
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
 		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.exec)

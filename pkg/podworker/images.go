@@ -45,6 +45,7 @@ type puller struct {
 	serial  *sync.Mutex // set when pulls are serialized (the kubelet's default)
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
+	metrics Observer // nil in tests of the puller alone
 }
 
 // ensure returns the image reference to create the container from.
@@ -80,6 +81,10 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 }
 
 func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *criv1.ImageSpec, sb *criv1.PodSandboxConfig, key string) (string, error) {
+	queued := time.Now() // the kubelet's pull duration includes the wait for a turn
+	if p.metrics != nil {
+		p.metrics.ImagePullStarted(pod.UID)
+	}
 	if p.serial != nil {
 		p.serial.Lock()
 		defer p.serial.Unlock()
@@ -99,6 +104,9 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *c
 		return "", &pullError{ReasonErrImagePull, msg}
 	}
 	p.backoff.Reset(key)
+	if p.metrics != nil {
+		p.metrics.ImagePullFinished(pod.UID, time.Since(queued), p.imageSize(ctx, ref))
+	}
 	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
 	return ref, nil
 }
@@ -184,4 +192,14 @@ func (k *keyring) lookup(image string) *criv1.AuthConfig {
 		}
 	}
 	return &criv1.AuthConfig{Username: a.Username, Password: a.Password}
+}
+
+// imageSize is the pulled image's size for the pull duration metric's
+// label, as the kubelet asks for it; 0 when the runtime does not say.
+func (p *puller) imageSize(ctx context.Context, ref string) uint64 {
+	st, err := p.images.ImageStatus(ctx, &criv1.ImageSpec{Image: ref}, false)
+	if err != nil {
+		return 0
+	}
+	return st.GetImage().GetSize()
 }

@@ -79,6 +79,11 @@ type Config struct {
 	// was deleted: deletionTimestamp set) is stopped and cleaned up, so the
 	// API side can confirm the deletion.
 	OnTerminated func(pod *v1.Pod)
+
+	// Metrics and ProbeMetrics, when set, receive the workers' and the
+	// probes' measurements.
+	Metrics      Observer
+	ProbeMetrics probe.Observer
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -124,6 +129,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Events == nil {
 		cfg.Events = LogEvents{Log: cfg.Logger}
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	cfg.NodeLabels = defaultNodeLabels(cfg.NodeName, cfg.NodeLabels)
 	if cfg.ResyncPeriod == 0 {
 		cfg.ResyncPeriod = time.Minute
@@ -151,13 +159,14 @@ func New(cfg Config) (*Manager, error) {
 		ready:    make(chan struct{}),
 	}
 	ex := execer(cfg.Runtime)
-	m.probes = probe.NewManager(probe.Config{Exec: ex, Events: cfg.Events, OnChange: m.wakeWorker, Logger: cfg.Logger})
+	m.probes = probe.NewManager(probe.Config{Exec: ex, Events: cfg.Events, OnChange: m.wakeWorker, Logger: cfg.Logger, Metrics: cfg.ProbeMetrics})
 	m.hooks = &lifecycle.Runner{Exec: ex}
 	m.puller = &puller{
 		images:  cfg.Images,
 		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		keyring: keys,
 		events:  cfg.Events,
+		metrics: cfg.Metrics,
 	}
 	if !cfg.ParallelImagePulls {
 		m.puller.serial = &sync.Mutex{}
@@ -314,6 +323,7 @@ func (m *Manager) forget(ctx context.Context, w *worker) {
 	if m.workers[w.uid] == w {
 		delete(m.workers, w.uid)
 		m.probes.RemovePod(w.uid)
+		m.cfg.Metrics.PodForgotten(w.uid)
 	}
 	p, ok := m.desired[w.uid]
 	switch {

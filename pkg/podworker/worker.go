@@ -57,6 +57,13 @@ type worker struct {
 	startTime               time.Time
 	synced                  chan struct{} // closed after the first sync
 
+	// For the metrics: why the next pass runs and since when, when the
+	// agent first saw the pod, and whether its start is yet to be seen.
+	op           string
+	opSince      time.Time
+	firstSeen    time.Time
+	startPending bool
+
 	cancelSync context.CancelFunc // interrupts the sync in progress
 }
 
@@ -69,6 +76,10 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		pod:     pod,
 		waiting: map[string]Waiting{},
 		synced:  make(chan struct{}),
+
+		op: opCreate, opSince: m.now(), firstSeen: m.now(),
+		// As upstream, only pods no kubelet started yet count as starts.
+		startPending: pod.Status.StartTime == nil,
 	}
 	if finishedInAPI(pod) {
 		// Seen for the first time but already finished (the agent restarted
@@ -110,6 +121,9 @@ func (w *worker) update(pod *v1.Pod) {
 	if !w.terminal && finishedInAPI(pod) {
 		w.finishedElsewhereLocked(pod.Status)
 	}
+	if podUpdated(w.pod, pod) {
+		w.noteWorkLocked(opUpdate)
+	}
 	w.pod = pod
 	w.mu.Unlock()
 	w.wake()
@@ -136,6 +150,7 @@ func (w *worker) terminate() {
 	w.mu.Lock()
 	if w.state == Syncing {
 		w.state = Terminating
+		w.noteWorkLocked(opKill)
 	}
 	if w.cancelSync != nil {
 		w.cancelSync()
@@ -181,11 +196,14 @@ func (w *worker) run(ctx context.Context) {
 		case <-timer.C:
 		}
 		pod, state := w.snapshot()
+		op, since := w.takeWork()
 		if state != Syncing {
 			w.stopAndClean(ctx, pod)
+			w.m.cfg.Metrics.PodWorkerDuration(opKill, w.m.now().Sub(since))
 			return
 		}
 		next := w.syncCancellable(ctx, pod)
+		w.m.cfg.Metrics.PodWorkerDuration(op, w.m.now().Sub(since))
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -224,6 +242,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	w.mu.Lock()
 	if w.startTime.IsZero() {
 		w.startTime = w.m.now()
+		if running(st) {
+			w.startPending = false // already running when first seen (agent restart): not a start
+		}
 	}
 	terminal := w.terminal
 	w.mu.Unlock()
@@ -306,6 +327,9 @@ func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus
 		return *kept
 	}
 	status := w.computeStatus(pod, st)
+	if status.started {
+		w.m.cfg.Metrics.PodStarted(pod, w.firstSeen, w.m.now())
+	}
 	if w.m.cfg.OnStatus != nil && status.changed {
 		w.m.cfg.OnStatus(pod, status.PodStatus)
 	}
@@ -335,6 +359,7 @@ func (w *worker) dropAPIStatus() {
 type generatedStatus struct {
 	v1.PodStatus
 	changed bool
+	started bool // all containers run for the first time
 }
 
 func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStatus {
@@ -352,8 +377,12 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 	})
 	w.applyFailureLocked(&status)
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
+	started := w.startPending && status.Phase == v1.PodRunning && containersStarted(&status)
+	if started {
+		w.startPending = false
+	}
 	w.status = &status
-	return generatedStatus{status, changed}
+	return generatedStatus{status, changed, started}
 }
 
 // finish records that the pod completed for good and makes sure its

@@ -25,11 +25,14 @@ type Config struct {
 	// (default: uniformly random within the period).
 	Jitter func(period time.Duration) time.Duration
 	Logger *slog.Logger
+	// Metrics, when set, counts and times the probes.
+	Metrics Observer
 }
 
 // Manager owns the probe workers and their cached results.
 type Manager struct {
 	prober   *prober
+	metrics  Observer
 	onChange func(types.UID)
 	clock    clock.WithTicker
 	jitter   func(time.Duration) time.Duration
@@ -70,10 +73,13 @@ func NewManager(cfg Config) *Manager {
 	if cfg.OnChange == nil {
 		cfg.OnChange = func(types.UID) {}
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		prober:   &prober{exec: cfg.Exec, events: cfg.Events},
-		onChange: cfg.OnChange, clock: cfg.Clock, jitter: cfg.Jitter, log: cfg.Logger,
+		prober:  &prober{exec: cfg.Exec, events: cfg.Events},
+		metrics: cfg.Metrics, onChange: cfg.OnChange, clock: cfg.Clock, jitter: cfg.Jitter, log: cfg.Logger,
 		start: cfg.Clock.Now(), ctx: ctx, cancel: cancel,
 		workers:  map[workerKey]*worker{},
 		results:  map[resultKey]Result{},
@@ -148,10 +154,14 @@ func (m *Manager) workerDone(w *worker) {
 	if cur == w {
 		delete(m.workers, w.key)
 	}
-	if cur == nil || cur == w { // a pod re-added under the same UID keeps its results
+	replaced := cur != nil && cur != w // a pod re-added under the same UID keeps its results
+	if !replaced {
 		delete(m.results, resultKey{w.key.kind, runtimeID(w.containerID)})
 	}
 	m.mu.Unlock()
+	if !replaced {
+		m.metrics.ProbeWorkerDone(string(w.key.kind), w.pod, w.container.Name)
+	}
 	m.wg.Done()
 }
 

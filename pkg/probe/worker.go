@@ -58,6 +58,7 @@ func (w *worker) run(ctx context.Context) {
 // the worker should end (the pod finished, or its container exited and
 // will not be restarted).
 func (w *worker) doProbe(ctx context.Context) bool {
+	start := w.m.clock.Now()
 	status, ok := w.m.podStatus(w.key.uid)
 	if !ok {
 		return true // not synced yet
@@ -93,6 +94,7 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	if err != nil {
 		return true // an error says nothing of the container: keep the last result
 	}
+	w.m.metrics.ProbeRun(string(w.key.kind), resultLabel(result), w.pod, w.container.Name, w.m.clock.Since(start))
 	w.count(result)
 	return true
 }

@@ -55,14 +55,19 @@ const maxMsgSize = 16 * 1024 * 1024
 // Dial sets up a connection to a CRI endpoint such as
 // unix:///run/containerd/containerd.sock; the connection is made lazily,
 // so call Version to check the runtime answers. timeout bounds each call.
-func Dial(ctx context.Context, endpoint string, timeout time.Duration) (*Client, error) {
+func Dial(ctx context.Context, endpoint string, timeout time.Duration, opts ...DialOption) (*Client, error) {
 	target, err := grpcTarget(endpoint)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(target,
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	conn, err := grpc.NewClient(target, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize)),
+	}, o.grpcOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to CRI endpoint %s: %w", endpoint, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // PLEG is the pod lifecycle event generator: it relists sandboxes and
@@ -20,6 +21,9 @@ type PLEG struct {
 	last   map[string]entry
 	// Relisted, when set, observes each relist's duration (metrics, benchmarks).
 	Relisted func(time.Duration, error)
+	// Listed, when set, sees each successful relist's objects (the
+	// running pods and containers gauges).
+	Listed func(sandboxes []*criv1.PodSandbox, containers []*criv1.Container)
 
 	lastOK atomic.Int64 // unix nanos of the last successful relist
 }
@@ -114,6 +118,9 @@ func (p *PLEG) list(ctx context.Context) (map[string]entry, error) {
 	containers, err := p.rt.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, err
+	}
+	if p.Listed != nil {
+		p.Listed(sandboxes, containers)
 	}
 	cur := make(map[string]entry, len(sandboxes)+len(containers))
 	for _, sb := range sandboxes {

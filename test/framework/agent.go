@@ -71,7 +71,6 @@ kind: KubeletConfiguration
 staticPodPath: %s
 containerRuntimeEndpoint: unix://%s
 readOnlyPort: %d
-address: 127.0.0.1
 port: %d
 healthzPort: 0
 podLogsDir: %s

@@ -1,0 +1,24 @@
+package agent
+
+import (
+	"github.com/nodeagent/nodeagent/pkg/nodeapi"
+	"github.com/nodeagent/nodeagent/pkg/stats"
+)
+
+// monitoring is what the node API serves on the kubelet's metrics and
+// stats paths: the agent's registries, and the resource usage read from
+// the CRI and the host.
+func monitoring(o Options, p parts) (nodeapi.Monitoring, error) {
+	sp, err := stats.New(stats.Config{
+		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, Logger: p.log,
+	})
+	if err != nil {
+		return nodeapi.Monitoring{}, err
+	}
+	return nodeapi.Monitoring{
+		Metrics:         p.metrics.Handler(),
+		ProbeMetrics:    p.metrics.ProbesHandler(),
+		ResourceMetrics: stats.ResourceMetricsHandler(sp, p.log),
+		Summary:         stats.SummaryHandler(sp, p.log),
+	}, nil
+}

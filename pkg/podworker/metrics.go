@@ -1,0 +1,81 @@
+package podworker
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Observer receives the pod workers' measurements (pkg/metrics).
+type Observer interface {
+	// PodWorkerDuration reports one pass of a worker, by upstream's
+	// update type: create, update, sync or kill.
+	PodWorkerDuration(operation string, d time.Duration)
+	// ImagePullStarted and ImagePullFinished bracket a pull for the pod;
+	// d includes the wait for the pull's turn, sizeBytes is 0 if unknown.
+	ImagePullStarted(pod types.UID)
+	ImagePullFinished(pod types.UID, d time.Duration, sizeBytes uint64)
+	// PodStarted reports, once, that all the pod's containers run.
+	PodStarted(pod *v1.Pod, firstSeen, running time.Time)
+	// PodForgotten reports that the pod's worker ended.
+	PodForgotten(pod types.UID)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) PodWorkerDuration(string, time.Duration)            {}
+func (noMetrics) ImagePullStarted(types.UID)                         {}
+func (noMetrics) ImagePullFinished(types.UID, time.Duration, uint64) {}
+func (noMetrics) PodStarted(*v1.Pod, time.Time, time.Time)           {}
+func (noMetrics) PodForgotten(types.UID)                             {}
+
+// The kubelet's pod update types, the pod_worker_duration_seconds labels.
+const (
+	opCreate = "create"
+	opUpdate = "update"
+	opSync   = "sync"
+	opKill   = "kill"
+)
+
+// noteWorkLocked records why the next pass runs: the kubelet times a pass
+// from when its update arrived, and the first reason wins until it runs.
+func (w *worker) noteWorkLocked(op string) {
+	if w.op == "" || op == opKill {
+		w.op, w.opSince = op, w.m.now()
+	}
+}
+
+// takeWork returns the reason and start of the pass about to run; a pass
+// nobody asked for (resync, runtime event, probe) is a sync from now.
+func (w *worker) takeWork() (string, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	op, since := w.op, w.opSince
+	w.op, w.opSince = "", time.Time{}
+	if op == "" {
+		return opSync, w.m.now()
+	}
+	return op, since
+}
+
+// podUpdated tells an update worth a pass of its own from the same pod
+// handed over again with the whole pod set.
+func podUpdated(old, cur *v1.Pod) bool {
+	if old.ResourceVersion != "" || cur.ResourceVersion != "" {
+		return old.ResourceVersion != cur.ResourceVersion
+	}
+	return !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) || !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec)
+}
+
+// containersStarted is upstream's "pod started" for the start SLI: every app
+// container runs.
+func containersStarted(s *v1.PodStatus) bool {
+	for _, cs := range s.ContainerStatuses {
+		if cs.State.Running == nil || cs.State.Running.StartedAt.IsZero() {
+			return false
+		}
+	}
+	return true
+}
