@@ -540,3 +540,20 @@ func TestComputePodActionsProbeFailures(t *testing.T) {
 		})
 	}
 }
+
+func TestGraceLeftAfterPreStop(t *testing.T) {
+	for _, tc := range []struct {
+		grace   int64
+		elapsed time.Duration
+		want    int64
+	}{
+		{30, 0, 30},
+		{30, 4900 * time.Millisecond, 26}, // whole seconds, as upstream
+		{30, 29 * time.Second, 2},         // never below the minimum
+		{5, time.Minute, 2},
+	} {
+		if got := graceLeft(tc.grace, tc.elapsed); got != tc.want {
+			t.Errorf("graceLeft(%d, %s) = %d, want %d", tc.grace, tc.elapsed, got, tc.want)
+		}
+	}
+}

@@ -92,6 +92,12 @@ func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, g
 		w.log.Warn("preStop hook failed", "container", name, "err", err)
 		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 	}
-	left := grace - int64(time.Since(start).Seconds())
-	return max(left, minGracePeriod)
+	return graceLeft(grace, time.Since(start))
+}
+
+// graceLeft is what remains of a grace period after a preStop hook ran
+// for elapsed (whole seconds, as upstream counts), never below the
+// kubelet's minimum.
+func graceLeft(grace int64, elapsed time.Duration) int64 {
+	return max(grace-int64(elapsed.Seconds()), minGracePeriod)
 }

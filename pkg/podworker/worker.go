@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +52,6 @@ type worker struct {
 	failReason, failMessage string
 	apiStatus               bool // status is the API's, kept while nothing of the pod runs
 	orphan                  bool // known from the runtime only: no spec
-	warned                  bool // unsupported features reported
 	startTime               time.Time
 	synced                  chan struct{} // closed after the first sync
 
@@ -261,7 +259,6 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			return w.m.cfg.RetryPeriod
 		}
 	case !terminal && !w.checkDeadline(pod):
-		w.warnUnsupported(pod)
 		w.m.probes.AddPod(pod)
 		plan := ComputePodActions(pod, st, w.m.backoff, w.m.probes)
 		if plan.Empty() {
@@ -285,19 +282,6 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		return w.m.cfg.RetryPeriod
 	}
 	return w.nextSync(pod, st)
-}
-
-// warnUnsupported reports, once per pod, spec features this agent does not
-// act on yet, so that a pod does not silently run without them.
-func (w *worker) warnUnsupported(pod *v1.Pod) {
-	if w.warned {
-		return
-	}
-	w.warned = true
-	var missing []string
-	if len(missing) > 0 {
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "Unsupported", "This node agent does not support %s yet: they are ignored", strings.Join(missing, ", "))
-	}
 }
 
 func (w *worker) markSynced() {
