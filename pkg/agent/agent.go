@@ -196,6 +196,10 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	pleg := runtime.NewPLEG(rt, plegPeriod, log)
 	pleg.Relisted, pleg.Listed = p.metrics.PLEGRelisted, p.metrics.PLEGListed
 	go pleg.Run(ctx, events)
+	rotationDone, err := startLogRotation(ctx, cfg, rt, log)
+	if err != nil {
+		return err
+	}
 	mgrDone := make(chan struct{})
 	go func() {
 		defer close(mgrDone)
@@ -203,11 +207,13 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 			errc <- err
 		}
 	}()
-	// Stop in reverse order: cancel, then wait for the workers to finish
-	// their CRI calls before the caller closes the runtime connection.
+	// Stop in reverse order: cancel, then wait for the workers and the log
+	// rotation to finish their CRI calls before the caller closes the
+	// runtime connection.
 	defer func() {
 		cancel()
 		<-mgrDone
+		<-rotationDone
 	}()
 
 	health := func() error {

@@ -32,6 +32,12 @@ const (
 	DefaultRootDir                   = "/var/lib/nodeagent"
 )
 
+// Container log rotation defaults (the kubelet's).
+const (
+	DefaultContainerLogMaxWorkers      = 1
+	DefaultContainerLogMonitorInterval = 10 * time.Second
+)
+
 // Default returns a Config with every default applied.
 func Default() *Config {
 	c := &Config{}
@@ -57,6 +63,7 @@ func (c *Config) SetDefaults() {
 	defaultDuration(&c.FileCheckFrequency.Duration, DefaultFileCheckFrequency)
 	defaultDuration(&c.RuntimeRequestTimeout.Duration, DefaultRuntimeRequestTimeout)
 	defaultDuration(&c.NodeStatusUpdateFrequency.Duration, DefaultNodeStatusUpdateFrequency)
+	defaultDuration(&c.ContainerLogMonitorInterval.Duration, DefaultContainerLogMonitorInterval)
 	defaultString(&c.Address, DefaultAddress)
 	defaultString(&c.HealthzBindAddress, DefaultHealthzBindAddress)
 	defaultString(&c.ContainerRuntimeEndpoint, DefaultContainerRuntimeEndpoint)
@@ -66,6 +73,7 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.Port, DefaultPort)
 	defaultPtr(&c.HealthzPort, DefaultHealthzPort)
 	defaultPtr(&c.ContainerLogMaxFiles, DefaultContainerLogMaxFiles)
+	defaultPtr(&c.ContainerLogMaxWorkers, DefaultContainerLogMaxWorkers)
 	defaultPtr(&c.RegistryPullQPS, DefaultRegistryPullQPS)
 	defaultPtr(&c.PodPidsLimit, DefaultPodPidsLimit)
 	defaultPtr(&c.ResolverConfig, DefaultResolverConfig)

@@ -72,6 +72,10 @@ type Config struct {
 	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
 	// ContainerLogMaxFiles is the number of log files per container (>= 2). Default: 5.
 	ContainerLogMaxFiles *int32 `json:"containerLogMaxFiles,omitempty"`
+	// ContainerLogMaxWorkers is the number of concurrent log rotations (>= 1). Default: 1.
+	ContainerLogMaxWorkers *int32 `json:"containerLogMaxWorkers,omitempty"`
+	// ContainerLogMonitorInterval is the period of the log size check (>= 3s). Default: 10s.
+	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
 	// MaxPods is the maximum number of pods. Default: 110.
 	MaxPods int32 `json:"maxPods,omitempty"`
 	// SerializeImagePulls pulls one image at a time. Default: true.
@@ -137,6 +141,16 @@ type Flags struct {
 	ConfigFile string
 	// NodeLabels are added to the Node when it registers (--node-labels).
 	NodeLabels map[string]string
+}
+
+// ContainerLogMaxBytes is ContainerLogMaxSize in bytes; call it on a
+// validated Config (an unparsable size gives 0).
+func (c *Config) ContainerLogMaxBytes() int64 {
+	q, err := resource.ParseQuantity(c.ContainerLogMaxSize)
+	if err != nil {
+		return 0
+	}
+	return q.Value()
 }
 
 // Reserved sums SystemReserved and KubeReserved; call it on a validated

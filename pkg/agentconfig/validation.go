@@ -131,6 +131,10 @@ func (c *Config) validateRuntime() field.ErrorList {
 	return errs
 }
 
+// minContainerLogMonitorInterval is the kubelet's lower bound: each check
+// lists every container through the CRI.
+const minContainerLogMonitorInterval = 3 * time.Second
+
 func (c *Config) validateLimits() field.ErrorList {
 	var errs field.ErrorList
 	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
@@ -138,6 +142,12 @@ func (c *Config) validateLimits() field.ErrorList {
 	}
 	if n := deref(c.ContainerLogMaxFiles); n < 2 {
 		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxFiles"), n, "must be greater than 1"))
+	}
+	if n := deref(c.ContainerLogMaxWorkers); n < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxWorkers"), n, "must be greater than or equal to 1"))
+	}
+	if d := c.ContainerLogMonitorInterval.Duration; d < minContainerLogMonitorInterval {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMonitorInterval"), d.String(), "must be greater than or equal to 3s"))
 	}
 	if c.MaxPods < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be greater than or equal to 0"))
@@ -192,9 +202,6 @@ func (c *Config) notEnforced() []string {
 	note := func(field, why string) { w = append(w, field+" is accepted but not enforced yet: "+why) }
 	if deref(c.PodPidsLimit) != DefaultPodPidsLimit {
 		note("podPidsLimit", "pod-level cgroups are not managed")
-	}
-	if c.ContainerLogMaxSize != DefaultContainerLogMaxSize || deref(c.ContainerLogMaxFiles) != DefaultContainerLogMaxFiles {
-		note("containerLogMaxSize/containerLogMaxFiles", "container logs are not rotated")
 	}
 	return w
 }

@@ -40,6 +40,9 @@ func TestSetDefaults(t *testing.T) {
 		{"cgroupsPerQOS", *c.CgroupsPerQOS, true},
 		{"containerLogMaxSize", c.ContainerLogMaxSize, "10Mi"},
 		{"containerLogMaxFiles", *c.ContainerLogMaxFiles, int32(5)},
+		{"containerLogMaxBytes", c.ContainerLogMaxBytes(), int64(10 << 20)},
+		{"containerLogMaxWorkers", *c.ContainerLogMaxWorkers, int32(1)},
+		{"containerLogMonitorInterval", c.ContainerLogMonitorInterval.Duration, 10 * time.Second},
 		{"serializeImagePulls", *c.SerializeImagePulls, true},
 		{"podPidsLimit", *c.PodPidsLimit, int64(-1)},
 		{"registryPullQPS", *c.RegistryPullQPS, int32(5)},
@@ -106,6 +109,9 @@ func TestValidate(t *testing.T) {
 		{"empty endpoint", func(c *Config) { c.ContainerRuntimeEndpoint = "" }, "containerRuntimeEndpoint: Required value"},
 		{"log size", func(c *Config) { c.ContainerLogMaxSize = "lots" }, `containerLogMaxSize: Invalid value: "lots"`},
 		{"log files", func(c *Config) { c.ContainerLogMaxFiles = ptr[int32](1) }, "containerLogMaxFiles: Invalid value: 1: must be greater than 1"},
+		{"log workers", func(c *Config) { c.ContainerLogMaxWorkers = ptr[int32](0) }, "containerLogMaxWorkers: Invalid value: 0"},
+		{"log monitor interval", func(c *Config) { c.ContainerLogMonitorInterval.Duration = time.Second },
+			`containerLogMonitorInterval: Invalid value: "1s": must be greater than or equal to 3s`},
 		{"max pods", func(c *Config) { c.MaxPods = -1 }, "maxPods: Invalid value: -1"},
 		{"pids limit", func(c *Config) { c.PodPidsLimit = ptr[int64](-2) }, "podPidsLimit: Invalid value: -2"},
 		{"relative logs dir", func(c *Config) { c.PodLogsDir = "logs" }, `podLogsDir: Invalid value: "logs"`},
@@ -160,13 +166,14 @@ func TestValidateWarnsAboutUnenforcedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := strings.Join(warnings, "\n")
-	for _, want := range []string{"podPidsLimit is accepted but not enforced", "containerLogMaxSize/containerLogMaxFiles"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("warnings %q lack %q", warnings, want)
-		}
+	if !strings.Contains(all, "podPidsLimit is accepted but not enforced") {
+		t.Errorf("warnings %q lack podPidsLimit", warnings)
 	}
 	if strings.Contains(all, "maxPods") {
 		t.Errorf("maxPods is enforced (node capacity and admission), yet warned about: %q", warnings)
+	}
+	if strings.Contains(all, "containerLog") {
+		t.Errorf("container log limits are enforced (pkg/logrotate), yet warned about: %q", warnings)
 	}
 }
 

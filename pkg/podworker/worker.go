@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/logrotate"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -512,7 +513,7 @@ func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus
 		return err
 	}
 	if c.LogPath != "" {
-		os.Remove(c.LogPath)
+		_ = logrotate.RemoveLogs(c.LogPath) // with its rotated files
 	}
 	for _, m := range c.Mounts {
 		if c.TerminationMessagePath != "" && m.ContainerPath == c.TerminationMessagePath {

@@ -162,10 +162,22 @@ func (lr *logReader) reopen() error {
 	if err != nil {
 		return fmt.Errorf("reopen log file: %w", err)
 	}
+	if sameFile(lr.f, f) {
+		// A rotation the runtime refused is undone by renaming the file
+		// back: reading it again from the start would repeat it.
+		f.Close()
+		return nil
+	}
 	lr.f.Close()
 	lr.f = f
 	lr.r.Reset(f)
 	return nil
+}
+
+func sameFile(a, b *os.File) bool {
+	ia, errA := a.Stat()
+	ib, errB := b.Stat()
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
 // logWriter applies the options to records and writes them out.

@@ -222,6 +222,30 @@ func TestFollowLogs(t *testing.T) {
 	out.waitFor(t, "last\nnew line\nbefore rotation\nafter rotation\nbye\n")
 }
 
+// TestFollowAcrossUndoneRotation: when the runtime refuses to reopen,
+// pkg/logrotate renames the file back; the reader must not start over.
+func TestFollowAcrossUndoneRotation(t *testing.T) {
+	path := writeLog(t, rec(0, "stdout", "F", "first"))
+	rt := &fakeStatus{}
+	out := &chanWriter{ch: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ReadLogs(ctx, path, "c1", LogOptions{Follow: true}, rt, out, out) }()
+	out.waitFor(t, "first\n")
+
+	rotated := path + ".20240501-100001"
+	if err := os.Rename(path, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(rotated, path); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, path, rec(1, "stdout", "F", "second"))
+	out.waitFor(t, "first\nsecond\n")
+	appendLog(t, path, rec(2, "stdout", "F", "third"))
+	out.waitFor(t, "first\nsecond\nthird\n")
+}
+
 func TestFollowEndsWithTheClient(t *testing.T) {
 	path := writeLog(t, rec(0, "stdout", "F", "x"))
 	ctx, cancel := context.WithCancel(context.Background())

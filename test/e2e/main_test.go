@@ -73,10 +73,16 @@ func run(m *testing.M) int {
 // newAgent starts an agent for one test. Cleanup removes every manifest,
 // waits for the agent to stop and remove the pods, stops the agent and
 // removes whatever pod the test left in the runtime.
-func newAgent(t *testing.T) *framework.Agent {
+func newAgent(t *testing.T) *framework.Agent { return newAgentWith(t, "") }
+
+// newAgentWith is newAgent with extra KubeletConfiguration lines.
+func newAgentWith(t *testing.T, extraConfig string) *framework.Agent {
 	t.Helper()
 	a, err := framework.NewAgent(agentBin, t.TempDir())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendConfig(extraConfig); err != nil {
 		t.Fatal(err)
 	}
 	// Registered before Start, so that an agent that starts but never

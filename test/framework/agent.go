@@ -145,6 +145,23 @@ func (a *Agent) Stop() error {
 	}
 }
 
+// AppendConfig adds KubeletConfiguration lines to the agent's config file
+// (before Start).
+func (a *Agent) AppendConfig(lines string) error {
+	if lines == "" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(a.Dir, "config.yaml"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(lines); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // Logs returns everything the agent logged so far.
 func (a *Agent) Logs() string { return a.logs.String() }
 
