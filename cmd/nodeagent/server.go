@@ -61,6 +61,9 @@ func serverCmd() *cobra.Command {
 	fs.BoolVar(&cfg.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "CIDR range (IPv4) of the pods; each node gets a block of it as its spec.podCIDR.")
 	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "Mask size of the pod CIDR each node gets out of --cluster-cidr.")
+	fs.StringVar(&cfg.DNSAddress, "dns-address", server.DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. When the default is in use, this host's IP on port 53 is tried; pods reach either at the host's IP.")
+	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", server.DefaultClusterDomain, "DNS domain of the cluster: services are <svc>.<ns>.svc.<domain>.")
+	fs.StringSliceVar(&cfg.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
 	fs.StringVar(&agentConfig, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
 	cmd.AddCommand(nodeKubeconfigCmd())
@@ -99,6 +102,11 @@ func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string) e
 		if agentCfg, err = agentconfig.Load(configFile); err != nil {
 			return err
 		}
+	}
+	// Pods of this host resolve cluster names through the server's DNS,
+	// unless the agent's config names its own.
+	if ip := cfg.ClusterDNSIP(); ip != "" && len(agentCfg.ClusterDNS) == 0 {
+		agentCfg.ClusterDNS, agentCfg.ClusterDomain = []string{ip}, cfg.ClusterDomain
 	}
 	if _, err := agentCfg.Validate(); err != nil {
 		return fmt.Errorf("agent configuration: %w", err)

@@ -7,13 +7,16 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/component-base/metrics"
 	psadmission "k8s.io/pod-security-admission/admission"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
@@ -36,9 +39,18 @@ type Config struct {
 	// APIAudiences are the audiences the server accepts (kube-apiserver's
 	// --api-audiences); they default to the TokenSigner's issuer.
 	APIAudiences []string
-	// Kubelet is how logs, exec, attach, port-forward and nodes/proxy
-	// reach the nodes' kubelet API.
+	// Kubelet is how logs, exec, attach, port-forward, nodes/proxy and
+	// the resource metrics scrapes reach the nodes' kubelet API.
 	Kubelet KubeletClientConfig
+	// Metrics is the registry /metrics serves: New registers the request
+	// and etcd metrics in it, and other in-process components (the
+	// scheduler) may add theirs. Nil makes one (NewMetricsRegistry). One
+	// registry serves one Server.
+	Metrics metrics.KubeRegistry
+	// MetricResolution is how often the nodes' resource metrics are
+	// scraped for metrics.k8s.io (metrics-server's --metric-resolution;
+	// zero means its default, 15s).
+	MetricResolution time.Duration
 }
 
 // Keys of the resources the server itself uses.
@@ -58,6 +70,10 @@ type Server struct {
 	services    serviceAllocator
 	podSecurity *psadmission.Admission
 	kubelet     *kubeletClient
+
+	requests       *requestMetrics
+	metricsHandler http.Handler
+	scraper        *resourcemetrics.Scraper // metrics.k8s.io
 
 	purgeMu sync.Mutex
 	purging map[string]bool
@@ -89,6 +105,13 @@ func New(cfg Config) (*Server, error) {
 	if s.kubelet, err = newKubeletClient(cfg.Kubelet); err != nil {
 		return nil, err
 	}
+	if s.scraper, err = s.newScraper(cfg.MetricResolution); err != nil {
+		return nil, err
+	}
+	etcdMetrics := s.setUpMetrics()
+	for _, res := range registry.ResourceMetrics() {
+		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
+	}
 	for _, res := range registry.All() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 		if res.Virtual {
@@ -108,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 			Namespaced: res.Namespaced,
 			NewFunc:    res.New,
 			Logger:     cfg.Logger.With("resource", res.Plural),
+			Metrics:    etcdMetrics,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("storage for %s: %w", res.Plural, err)
@@ -115,6 +139,20 @@ func New(cfg Config) (*Server, error) {
 		s.stores[res] = st
 	}
 	return s, nil
+}
+
+// setUpMetrics registers the request and etcd metrics, before the
+// stores materialize theirs, and returns the etcd ones.
+func (s *Server) setUpMetrics() *storage.Metrics {
+	if s.cfg.Metrics == nil {
+		s.cfg.Metrics = NewMetricsRegistry()
+	}
+	s.requests = newRequestMetrics()
+	s.requests.register(s.cfg.Metrics)
+	etcd := storage.NewMetrics()
+	etcd.Register(s.cfg.Metrics)
+	s.metricsHandler = newMetricsHandler(s.cfg.Metrics)
+	return etcd
 }
 
 func resourceKey(group, version, plural string) string { return group + "/" + version + "/" + plural }
@@ -146,6 +184,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.bootstrap(ctx)
 	close(s.ready)
+	// The resource metrics scrapes stop (and are waited for) when Run
+	// returns, also on a watch cache's failure.
+	var scraping sync.WaitGroup
+	defer scraping.Wait()
+	scrapeCtx, stopScraping := context.WithCancel(ctx)
+	defer stopScraping()
+	scraping.Go(func() { _ = s.scraper.Run(scrapeCtx) })
 	select {
 	case err := <-errc:
 		return err
@@ -161,10 +206,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveOpenAPI(w, r) {
-		return
-	}
-	if s.serveDiscovery(w, r) {
+	if s.serveOpenAPI(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
 		return
 	}
 	ri, ok := parseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
@@ -177,6 +219,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFoundPath(r.URL.Path))
 		return
 	}
+	s.instrument(w, r, res, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
+}
+
+// serveResource authorizes and serves a request for a known resource.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri requestInfo) {
 	if err := s.authorize(r, res, ri); err != nil {
 		writeError(w, err)
 		return
@@ -187,8 +234,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotReady)
 		return
 	}
+	r = r.WithContext(withWarnings(r.Context(), w.Header()))
+	if isResourceMetrics(res) {
+		s.serveResourceMetrics(w, r, res, ri)
+		return
+	}
 	h := &resourceHandler{s: s, res: res, st: s.stores[res], ri: ri}
-	h.serve(w, r.WithContext(withWarnings(r.Context(), w.Header())))
+	h.serve(w, r)
 }
 
 func hasSubresource(res *registry.Resource, sub string) bool {

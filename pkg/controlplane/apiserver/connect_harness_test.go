@@ -34,6 +34,13 @@ type kubeletHarness struct {
 // prefix; logs nil serves kubelettest.DefaultLogs.
 func newKubeletHarness(t *testing.T, logs kubelettest.LogFunc) *kubeletHarness {
 	t.Helper()
+	return newKubeletHarnessWith(t, logs, nil)
+}
+
+// newKubeletHarnessWith is newKubeletHarness with the API server's Config
+// changed by mutate (nil: as is).
+func newKubeletHarnessWith(t *testing.T, logs kubelettest.LogFunc, mutate func(*Config)) *kubeletHarness {
+	t.Helper()
 	p, err := pki.Ensure(t.TempDir(), pki.Options{Hostname: "test", IPs: []net.IP{}})
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +50,16 @@ func newKubeletHarness(t *testing.T, logs kubelettest.LogFunc) *kubeletHarness {
 		t.Fatal(err)
 	}
 	t.Cleanup(kubelet.Close)
-	api, err := New(Config{
+	cfg := Config{
 		Etcd:    testSrv.cfg.Etcd,
 		Prefix:  "/kubelet-test-" + string(uuid.NewUUID()),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Kubelet: KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
-	})
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	api, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,4 +26,17 @@
 // are translated to SPDY and WebSocket port-forward tunnels SPDY, as
 // upstream does for kubelets that speak only SPDY. kubelettest is a fake
 // kubelet for testing them.
+//
+// metrics.k8s.io/v1beta1 (nodes and pods: get and list, label and field
+// selectors, Table) is served built in, as metrics-server serves it
+// aggregated upstream: package resourcemetrics scrapes the Ready nodes'
+// /metrics/resource with the kubelet client certificate every
+// Config.MetricResolution, and the answers carry the nodes' and pods'
+// labels from storage.
+//
+// /metrics serves Config.Metrics (the admin and system:monitoring read
+// it; the admin may DELETE to reset it): apiserver_request_total and
+// apiserver_request_duration_seconds with upstream's labels, storage's
+// etcd_request_* metrics, the process and Go collectors, and what other
+// in-process components (the scheduler) register there.
 package apiserver

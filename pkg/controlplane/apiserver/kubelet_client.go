@@ -122,7 +122,11 @@ func (s *Server) kubeletFor(ctx context.Context, nodeName string) (kubeletEndpoi
 	if err != nil {
 		return kubeletEndpoint{}, err
 	}
-	node := obj.(*v1.Node)
+	return s.kubeletEndpoint(obj.(*v1.Node))
+}
+
+// kubeletEndpoint picks the node's kubelet address and port.
+func (s *Server) kubeletEndpoint(node *v1.Node) (kubeletEndpoint, error) {
 	host, err := preferredNodeAddress(node, s.kubelet.cfg.PreferredAddressTypes)
 	if err != nil {
 		return kubeletEndpoint{}, err

@@ -9,6 +9,8 @@
 //   - nodeipam: gives every node a pod CIDR out of the cluster CIDR;
 //   - persistentvolume: binds PersistentVolumeClaims to PersistentVolumes
 //     and releases volumes whose claims are gone;
+//   - endpoint: writes the core/v1 Endpoints of services with selectors;
+//   - endpointslice: writes their discovery.k8s.io/v1 EndpointSlices;
 //   - rootcacert: publishes the cluster CA as the kube-root-ca.crt
 //     ConfigMap in every namespace (when Options.RootCA is set).
 //
@@ -30,6 +32,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/deployment"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpoint"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpointslice"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/garbagecollector"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
@@ -74,6 +78,8 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
 	nl := nodelifecycle.New(client, factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
 	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
+	ep := endpoint.New(client, factory, log.With("controller", "endpoint"))
+	eps := endpointslice.New(client, factory, log.With("controller", "endpointslice"))
 	var rootCA *rootcacert.Publisher
 	if len(opts.RootCA) > 0 {
 		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
@@ -88,6 +94,8 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return nl.Run(gctx) })
 	g.Go(func() error { return ipam.Run(gctx) })
 	g.Go(func() error { return pv.Run(gctx) })
+	g.Go(func() error { return ep.Run(gctx, 2) })
+	g.Go(func() error { return eps.Run(gctx, 2) })
 	if rootCA != nil {
 		g.Go(func() error { return rootCA.Run(gctx, 1) })
 	}

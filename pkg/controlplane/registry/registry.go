@@ -109,6 +109,7 @@ var (
 func All() []*Resource {
 	return []*Resource{
 		pods, namespaces, nodes, coreEvents, configMaps, secrets, serviceAccounts, services, endpoints,
+		endpointSlices,
 		persistentVolumes, persistentVolumeClaims,
 		leases,
 		deployments, replicaSets,

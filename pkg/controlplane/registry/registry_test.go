@@ -11,6 +11,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,7 @@ func TestResourcesTypes(t *testing.T) {
 		{"", "v1", "serviceaccounts", &v1.ServiceAccount{}, &v1.ServiceAccountList{}, "ServiceAccount", true},
 		{"", "v1", "services", &v1.Service{}, &v1.ServiceList{}, "Service", true},
 		{"", "v1", "endpoints", &v1.Endpoints{}, &v1.EndpointsList{}, "Endpoints", true},
+		{"discovery.k8s.io", "v1", "endpointslices", &discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{}, "EndpointSlice", true},
 		{"", "v1", "persistentvolumes", &v1.PersistentVolume{}, &v1.PersistentVolumeList{}, "PersistentVolume", false},
 		{"", "v1", "persistentvolumeclaims", &v1.PersistentVolumeClaim{}, &v1.PersistentVolumeClaimList{}, "PersistentVolumeClaim", true},
 		{"coordination.k8s.io", "v1", "leases", &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, "Lease", true},

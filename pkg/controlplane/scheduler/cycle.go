@@ -35,14 +35,17 @@ func (s *Scheduler) processNext(ctx context.Context) bool {
 		return true
 	}
 	log := s.log.With("pod", k)
-	switch err := s.scheduleOne(ctx, pod); {
+	start := time.Now()
+	switch err := s.scheduleOne(ctx, pod, start); {
 	case err == nil:
-		s.queue.Forget(k)
+		s.queue.Forget(k) // the binding records the attempt
 	case ctx.Err() != nil:
 	case isUnschedulable(err):
+		s.attempt(resultUnschedulable, start)
 		log.Info("unable to schedule pod", "reason", err.Error())
 		s.park(k, movesAtStart)
 	default:
+		s.attempt(resultError, start)
 		log.Warn("scheduling pod failed; retrying", "err", err)
 		s.queue.AddRateLimited(k)
 	}
@@ -131,8 +134,9 @@ func selectHost(pod *v1.Pod, nodes []*nodeInfo, cs *cycleState, pick func(n int)
 // scheduleOne places pod; it returns an *unschedulableError when no node
 // fits, after recording that on the pod. The pod is assumed on its node at
 // once, so that the next cycles count it, and bound in the background, as
-// upstream's binding cycle: one slow bind does not hold the queue.
-func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
+// upstream's binding cycle: one slow bind does not hold the queue. start
+// is when the attempt began, for its metrics.
+func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod, start time.Time) error {
 	nodes, err := s.snapshot()
 	if err != nil {
 		return err
@@ -147,18 +151,20 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod) error {
 		return &unschedulableError{fitErr}
 	}
 	s.assume(pod, node)
-	s.binds.Go(func() { s.bind(ctx, pod, node) })
+	s.binds.Go(func() { s.bind(ctx, pod, node, start) })
 	return nil
 }
 
-// bind posts the binding; a failure forgets the assumption and queues the
-// pod again with back-off.
-func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string) {
+// bind posts the binding and records the attempt begun at start; a
+// failure (an error, as upstream's binding cycle counts it) forgets the
+// assumption and queues the pod again with back-off.
+func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string, start time.Time) {
 	if err := s.bindVolumes(ctx, pod, node); err != nil {
 		s.forgetAssumed(pod.UID)
 		if ctx.Err() != nil {
 			return
 		}
+		s.attempt(resultError, start)
 		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "running PreBind plugin %q: %v", "VolumeBinding", err)
 		s.log.Warn("binding the pod's volumes failed; retrying", "pod", key(pod), "node", node, "err", err)
 		s.queue.AddRateLimited(key(pod))
@@ -173,6 +179,7 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string) {
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		s.forgetAssumed(pod.UID)
+		s.attempt(resultError, start)
 		s.log.Info("pod bound or deleted meanwhile; dropped", "pod", key(pod), "err", err)
 		return
 	case err != nil:
@@ -180,11 +187,13 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string) {
 		if ctx.Err() != nil {
 			return
 		}
+		s.attempt(resultError, start)
 		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
 		s.log.Warn("binding pod failed; retrying", "pod", key(pod), "node", node, "err", err)
 		s.queue.AddRateLimited(key(pod))
 		return
 	}
+	s.attempt(resultScheduled, start)
 	s.log.Info("pod scheduled", "pod", key(pod), "node", node)
 	s.recorder.Eventf(pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
 	if c := podScheduledCondition(pod); c != nil && c.Status != v1.ConditionTrue {

@@ -37,6 +37,12 @@
 // pod, a claim, a volume or a storage class changes, with a per-pod exponential backoff (1s to 10s), and is
 // retried at least every 60s.
 //
+// With Config.Metrics, every attempt is counted as kube-scheduler counts
+// it: scheduler_schedule_attempts_total and
+// scheduler_scheduling_attempt_duration_seconds by result (scheduled,
+// unschedulable, error) and profile (the scheduler name); a scheduled
+// attempt ends when its binding does.
+//
 // Use:
 //
 //	s, err := scheduler.New(scheduler.Config{Client: clientset, Logger: log})

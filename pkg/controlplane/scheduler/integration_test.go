@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/internal/metricstest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 )
@@ -184,9 +186,10 @@ func TestSchedulerAgainstRealServer(t *testing.T) {
 	createNode(t, cs, "small", "2", map[string]string{"disk": "ssd"}, true)
 	createNode(t, cs, "notready", "64", map[string]string{}, false)
 
+	reg := metrics.NewKubeRegistry()
 	s, err := scheduler.New(scheduler.Config{
 		Client: cs, SchedulerName: testScheduler, Logger: log.With("component", "scheduler"),
-		InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+		InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Metrics: reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +254,28 @@ func TestSchedulerAgainstRealServer(t *testing.T) {
 		}
 		return false
 	})
+	checkAttempts(t, reg)
+}
+
+// checkAttempts compares the attempt metrics with the test's pods: five
+// bound, "huge" and "port-3" unschedulable at least once.
+func checkAttempts(t *testing.T, reg metrics.KubeRegistry) {
+	t.Helper()
+	profile := map[string]string{"profile": testScheduler}
+	var attempts, durations map[string]float64
+	// The last binding is recorded just after the API has it.
+	_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		attempts = metricstest.By(t, reg, "scheduler_schedule_attempts_total", "result", profile)
+		durations = metricstest.By(t, reg, "scheduler_scheduling_attempt_duration_seconds", "result", profile)
+		return durations["scheduled"] >= 5, nil
+	})
+	if attempts["scheduled"] != 5 || durations["scheduled"] != 5 {
+		t.Errorf("scheduled attempts: %v, durations observed: %v; want 5", attempts["scheduled"], durations["scheduled"])
+	}
+	if attempts["unschedulable"] < 2 || durations["unschedulable"] != attempts["unschedulable"] {
+		t.Errorf("unschedulable attempts: %v, durations observed: %v; want at least 2, equal", attempts["unschedulable"], durations["unschedulable"])
+	}
+	if attempts["error"] != 0 {
+		t.Errorf("error attempts: %v, want 0", attempts["error"])
+	}
 }

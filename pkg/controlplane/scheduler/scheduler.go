@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
 )
 
 // Defaults, as upstream's (podInitialBackoff, podMaxBackoff).
@@ -52,6 +53,9 @@ type Config struct {
 	UnschedulableRetry time.Duration
 	// Rand breaks ties between equally scored nodes (tests seed it).
 	Rand *rand.Rand
+	// Metrics, when set, gets the scheduler_* metrics (the API server's
+	// registry in the all-in-one server); nil keeps them unexported.
+	Metrics metrics.KubeRegistry
 }
 
 // Scheduler binds pending pods to nodes; see the package documentation.
@@ -74,6 +78,7 @@ type Scheduler struct {
 	assumed    map[types.UID]assumedPod
 	binds      sync.WaitGroup // bindings in flight
 	randSource *rand.Rand     // used by the single worker only
+	metrics    *schedulerMetrics
 }
 
 type assumedPod struct {
@@ -113,6 +118,10 @@ func New(cfg Config) (*Scheduler, error) {
 		parked:     map[string]time.Time{},
 		assumed:    map[types.UID]assumedPod{},
 		randSource: cfg.Rand,
+		metrics:    newSchedulerMetrics(),
+	}
+	if cfg.Metrics != nil {
+		s.metrics.register(cfg.Metrics)
 	}
 	s.podInf = s.factory.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(c, v1.NamespaceAll, resync,

@@ -53,6 +53,21 @@ type Config struct {
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
 
+	// MetricResolution is how often the nodes' resource metrics are
+	// scraped for metrics.k8s.io (metrics-server's --metric-resolution;
+	// default 15s).
+	MetricResolution time.Duration
+
+	// DNSAddress is where the cluster DNS server listens, over UDP and
+	// TCP (the command's default is DefaultDNSAddress); empty runs none.
+	DNSAddress string
+	// ClusterDomain is the DNS zone of services and pods (default
+	// cluster.local).
+	ClusterDomain string
+	// DNSUpstreams (IP or IP:port) get the names outside the cluster
+	// domain; empty: the nameservers of /etc/resolv.conf.
+	DNSUpstreams []string
+
 	Logger *slog.Logger
 	// Ready, when set, is closed once the server accepts requests and is
 	// ready (use a new channel for every Run).
@@ -89,6 +104,9 @@ func (c *Config) validate() error {
 	}
 	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if err := c.validateDNS(); err != nil {
+		return err
 	}
 	return c.nodeIPAM().Validate()
 }

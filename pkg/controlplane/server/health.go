@@ -14,6 +14,9 @@ import (
 type healthChecks struct {
 	ready      atomic.Bool
 	etcdHealth func(context.Context) error
+	// instrument, when set, records each path's requests in the API
+	// server's request metrics.
+	instrument func(path string, h http.Handler) http.Handler
 }
 
 type check struct {
@@ -22,9 +25,13 @@ type check struct {
 }
 
 func (h *healthChecks) register(mux *http.ServeMux) {
-	mux.HandleFunc("/healthz", h.serve(false))
-	mux.HandleFunc("/livez", h.serve(false))
-	mux.HandleFunc("/readyz", h.serve(true))
+	for path, readiness := range map[string]bool{"/healthz": false, "/livez": false, "/readyz": true} {
+		var handler http.Handler = h.serve(readiness)
+		if h.instrument != nil {
+			handler = h.instrument(path, handler)
+		}
+		mux.Handle(path, handler)
+	}
 }
 
 func (h *healthChecks) serve(readiness bool) http.HandlerFunc {

@@ -98,6 +98,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// 3. The API server; nothing is served before its caches are filled.
 	// Components stop in reverse order: HTTP, then the API server (its own
 	// context ends only after HTTP has stopped), then etcd (deferred above).
+	// One registry for /metrics: the API server's and etcd's metrics, the
+	// in-process scheduler's, the process and Go collectors.
+	metricsRegistry := apiserver.NewMetricsRegistry()
 	api, err := apiserver.New(apiserver.Config{
 		Etcd:               store.Client(),
 		Logger:             log.With("component", "apiserver"),
@@ -105,6 +108,8 @@ func Run(ctx context.Context, cfg Config) error {
 		TokenAuthenticator: tokenAuthn.authenticateToken,
 		APIAudiences:       apiAudiences,
 		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
+		Metrics:            metricsRegistry,
+		MetricResolution:   cfg.MetricResolution,
 	})
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
@@ -159,13 +164,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return abort(fmt.Errorf("scheduler client: %w", err))
 	}
-	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log.With("component", "scheduler")})
+	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log.With("component", "scheduler"), Metrics: metricsRegistry})
 	if err != nil {
 		return abort(err)
 	}
 
 	// 4. The secure port: probes for anyone, the API behind authentication.
-	health := &healthChecks{etcdHealth: store.Healthy}
+	health := &healthChecks{etcdHealth: store.Healthy, instrument: api.InstrumentPath}
 	mux := http.NewServeMux()
 	health.register(mux)
 	mux.Handle("/", authenticateWith(tokenAuthn, api.Handler()))
@@ -205,6 +210,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
 			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM})
 	})
+	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
 	g.Go(func() error {
 		<-gctx.Done()
 		waitBounded(&clients, cfg.ShutdownTimeout)

@@ -98,7 +98,9 @@ func (s *Store) Run(ctx context.Context) error {
 func (s *Store) relist(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.client.Get(ctx, s.resourcePrefix, clientv3.WithPrefix())
+	s.ops.list.record(start, err)
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", s.resourcePrefix, err)
 	}
@@ -223,7 +225,9 @@ func (s *Store) waitFresh(ctx context.Context, rv int64) error {
 func (s *Store) currentEtcdRV(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.client.Get(ctx, s.resourcePrefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	s.ops.currentRV.record(start, err)
 	if err != nil {
 		return 0, s.etcdError("get", s.resourcePrefix, err)
 	}

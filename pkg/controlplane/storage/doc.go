@@ -20,6 +20,10 @@
 //	<-s.Ready()
 //	w, err := s.Watch(ctx, "default", storage.WatchOptions{ResourceVersion: "0"})
 //
+// Config.Metrics records every etcd request under upstream's
+// etcd_request_duration_seconds, etcd_requests_total and
+// etcd_request_errors_total (labels operation, group, resource).
+//
 // Errors are k8s.io/apimachinery/pkg/api/errors values carrying the
 // configured GroupResource, so the HTTP layer maps them to Status codes.
 // Objects returned by the Store have an empty TypeMeta; the caller sets it.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -151,7 +152,9 @@ func (s *Store) listEtcd(ctx context.Context, prefix, start string, rev int64, o
 		if batch > 0 {
 			ops = append(ops, clientv3.WithLimit(batch))
 		}
+		began := time.Now()
 		resp, err := s.client.Get(ctx, key, ops...)
+		s.ops.list.record(began, err)
 		if err != nil {
 			return nil, s.listError(err, continuing, start, prefix, rev)
 		}

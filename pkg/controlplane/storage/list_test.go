@@ -155,7 +155,7 @@ func TestListPaging(t *testing.T) {
 	// Writes between pages stay invisible: all pages are one snapshot.
 	extra := 0
 	between := func() {
-		mustCreate(t, s, configMap("ns0", fmt.Sprint("late", extra), nil))
+		last = mustCreate(t, s, configMap("ns0", fmt.Sprint("late", extra), nil))
 		extra++
 	}
 	got, sizes, remaining := pageAll(t, s, ListOptions{Limit: 10}, between)

@@ -43,6 +43,9 @@ type Config struct {
 	// BookmarkPeriod is the interval of watch bookmarks (default 1 minute).
 	BookmarkPeriod time.Duration
 	Logger         *slog.Logger
+	// Metrics records the Store's etcd requests; register it before New
+	// (nil records nothing).
+	Metrics *Metrics
 }
 
 // Store is the storage of one resource. Create it with New and start its
@@ -59,6 +62,7 @@ type Store struct {
 
 	cache       *watchCache
 	etcdWatches atomic.Int32 // open etcd watches; by design at most 1
+	ops         etcdOps
 }
 
 // New validates cfg, fills defaults and returns a Store. It does not talk to
@@ -100,6 +104,7 @@ func New(cfg Config) (*Store, error) {
 		watchBuffer:    defaultWatchBuffer,
 		log:            log,
 		cache:          newWatchCache(cfg.CacheEvents, log),
+		ops:            newEtcdOps(cfg.Metrics, cfg.Resource),
 	}, nil
 }
 
@@ -125,7 +130,9 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, dryRun bool) (ru
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if dryRun {
+		start := time.Now()
 		resp, err := s.client.Get(ctx, key, clientv3.WithCountOnly())
+		s.ops.get.record(start, err)
 		if err != nil {
 			return nil, s.etcdError("get", key, err)
 		}
@@ -134,10 +141,12 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, dryRun bool) (ru
 		}
 		return s.decode(data, 0)
 	}
+	start := time.Now()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(data))).
 		Commit()
+	s.ops.create.record(start, err)
 	if err != nil {
 		return nil, s.etcdError("create", key, err)
 	}
@@ -269,7 +278,9 @@ type kvState struct {
 func (s *Store) read(ctx context.Context, key string) (*kvState, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.client.Get(ctx, key)
+	s.ops.get.record(start, err)
 	if err != nil {
 		return nil, s.etcdError("get", key, err)
 	}
@@ -285,11 +296,17 @@ func (s *Store) read(ctx context.Context, key string) (*kvState, error) {
 func (s *Store) writeIfUnchanged(ctx context.Context, key string, rev int64, op clientv3.Op) (int64, *kvState, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 		Then(op).
 		Else(clientv3.OpGet(key)).
 		Commit()
+	if op.IsDelete() {
+		s.ops.delete.record(start, err)
+	} else {
+		s.ops.update.record(start, err)
+	}
 	if err != nil {
 		return 0, nil, s.etcdError("txn", key, err)
 	}

@@ -2,7 +2,8 @@
 // proxying: an HTTPS server that records what reaches it (path, query,
 // client certificate, upgrade headers) and answers /containerLogs,
 // /exec, /attach and /portForward (SPDY, as container runtimes' streaming
-// servers do), /healthz and /metrics.
+// servers do), /healthz, /metrics and /metrics/resource (a constant load,
+// see SetLoad).
 //
 // Use it like httptest: New, then point a Node's status at Host and Port.
 package kubelettest
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Request is what the fake kubelet saw of one request.
@@ -46,16 +48,19 @@ type Server struct {
 	Host string
 	Port int32
 
-	mu       sync.Mutex
-	requests []Request
-	logs     LogFunc
+	mu             sync.Mutex
+	requests       []Request
+	logs           LogFunc
+	started        time.Time
+	nodeLoad       Load
+	containerLoads []ContainerLoad
 }
 
 // New starts a fake kubelet. With clientCAs, client certificates must
 // chain to them (as a kubelet's --client-ca-file); requests without one
 // are still served, their ClientCN empty.
 func New(clientCAs *x509.CertPool, logs LogFunc) (*Server, error) {
-	s := &Server{logs: logs}
+	s := &Server{logs: logs, started: time.Now(), nodeLoad: DefaultNodeLoad}
 	if s.logs == nil {
 		s.logs = DefaultLogs
 	}
@@ -70,6 +75,7 @@ func New(clientCAs *x509.CertPool, logs LogFunc) (*Server, error) {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("# TYPE kubelet_fake gauge\nkubelet_fake 1\n"))
 	})
+	mux.HandleFunc("GET /metrics/resource", s.serveResourceMetrics)
 	s.Server = httptest.NewUnstartedServer(s.record(mux))
 	s.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	if clientCAs != nil {

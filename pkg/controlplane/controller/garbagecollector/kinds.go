@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -63,6 +64,8 @@ func kinds(cs kubernetes.Interface, f informers.SharedInformerFactory) []*kind {
 			func(ns string) typedClient[*v1.Service] { return core.Services(ns) }),
 		newKind("v1", "Endpoints", true, f.Core().V1().Endpoints().Informer(), //nolint:staticcheck // served by the control plane
 			func(ns string) typedClient[*v1.Endpoints] { return core.Endpoints(ns) }), //nolint:staticcheck
+		newKind("discovery.k8s.io/v1", "EndpointSlice", true, f.Discovery().V1().EndpointSlices().Informer(),
+			func(ns string) typedClient[*discoveryv1.EndpointSlice] { return cs.DiscoveryV1().EndpointSlices(ns) }),
 		newKind("v1", "ServiceAccount", true, f.Core().V1().ServiceAccounts().Informer(),
 			func(ns string) typedClient[*v1.ServiceAccount] { return core.ServiceAccounts(ns) }),
 		newKind("v1", "Event", true, f.Core().V1().Events().Informer(),

@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/internal/metricstest"
+)
+
+func TestRequestMetricLabels(t *testing.T) {
+	for _, tc := range []struct {
+		method, target, contentType string
+		want                        requestLabels
+	}{
+		{"POST", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "POST", version: "v1", resource: "pods", scope: "resource"}},
+		{"GET", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "LIST", version: "v1", resource: "pods", scope: "namespace"}},
+		{"GET", "/api/v1/pods", "", requestLabels{verb: "LIST", version: "v1", resource: "pods", scope: "cluster"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "", requestLabels{verb: "GET", version: "v1", resource: "pods", scope: "resource"}},
+		{"HEAD", "/api/v1/namespaces/ns/pods/p", "", requestLabels{verb: "GET", version: "v1", resource: "pods", scope: "resource"}},
+		{"GET", "/api/v1/namespaces/ns/pods?watch=true", "", requestLabels{verb: "WATCH", version: "v1", resource: "pods", scope: "namespace"}},
+		{"GET", "/api/v1/nodes?watch=1", "", requestLabels{verb: "WATCH", version: "v1", resource: "nodes", scope: "cluster"}},
+		{"GET", "/api/v1/namespaces/ns", "", requestLabels{verb: "GET", version: "v1", resource: "namespaces", scope: "resource"}},
+		{"PUT", "/api/v1/namespaces/ns/pods/p/status", "", requestLabels{verb: "PUT", version: "v1", resource: "pods", subresource: "status", scope: "resource"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", "application/apply-patch+yaml", requestLabels{verb: "APPLY", group: "apps", version: "v1", resource: "deployments", scope: "resource"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", "application/merge-patch+json", requestLabels{verb: "PATCH", group: "apps", version: "v1", resource: "deployments", scope: "resource"}},
+		{"DELETE", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "DELETE", version: "v1", resource: "pods", scope: "namespace"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p/log", "", requestLabels{verb: "CONNECT", version: "v1", resource: "pods", subresource: "log", scope: "resource"}},
+		{"POST", "/api/v1/namespaces/ns/pods/p/exec?command=ls", "", requestLabels{verb: "CONNECT", version: "v1", resource: "pods", subresource: "exec", scope: "resource"}},
+		{"GET", "/api/v1/nodes/n1/proxy/metrics", "", requestLabels{verb: "CONNECT", version: "v1", resource: "nodes", subresource: "proxy", scope: "resource"}},
+		{"POST", "/api/v1/namespaces/ns/pods?dryRun=All&dryRun=All", "", requestLabels{verb: "POST", dryRun: "All", version: "v1", resource: "pods", scope: "resource"}},
+		{"POST", "/api/v1/namespaces/ns/pods?dryRun=yes", "", requestLabels{verb: "POST", dryRun: "invalid", version: "v1", resource: "pods", scope: "resource"}},
+		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods", "", requestLabels{verb: "LIST", group: "metrics.k8s.io", version: "v1beta1", resource: "pods", scope: "namespace"}},
+	} {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, tc.target, nil)
+			r.Header.Set("Content-Type", tc.contentType)
+			watch := r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1"
+			ri, ok := parseResourcePath(r.Method, r.URL.Path, watch)
+			res := testSrv.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]
+			if !ok || res == nil {
+				t.Fatalf("not a served resource: %+v", ri)
+			}
+			tc.want.component = "apiserver"
+			if got := resourceLabels(r, res, ri); got != tc.want {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// requestCount reads apiserver_request_total of the shared server.
+func requestCount(t *testing.T, labels map[string]string) float64 {
+	t.Helper()
+	return metricstest.Sum(t, testSrv.cfg.Metrics, "apiserver_request_total", labels)
+}
+
+func TestRequestMetricsCount(t *testing.T) {
+	ns := testNamespace(t)
+	created := map[string]string{"verb": "POST", "resource": "pods", "scope": "resource", "code": "201", "component": "apiserver"}
+	missing := map[string]string{"verb": "GET", "resource": "pods", "scope": "resource", "code": "404"}
+	listed := map[string]string{"verb": "LIST", "resource": "pods", "scope": "namespace", "code": "200"}
+	refused := map[string]string{"verb": "LIST", "resource": "secrets", "scope": "cluster", "code": "403"}
+	before := map[string]float64{}
+	for name, l := range map[string]map[string]string{"created": created, "missing": missing, "listed": listed, "refused": refused} {
+		before[name] = requestCount(t, l)
+	}
+	durations := metricstest.Sum(t, testSrv.cfg.Metrics, "apiserver_request_duration_seconds", map[string]string{"verb": "POST", "resource": "pods"})
+	etcdCreates := metricstest.Sum(t, testSrv.cfg.Metrics, "etcd_request_duration_seconds", map[string]string{"operation": "create", "resource": "pods"})
+
+	if _, err := client.CoreV1().Pods(ns).Create(ctxT(t), testPod("p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods(ns).Get(ctxT(t), "nope", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get missing pod: %v", err)
+	}
+	if _, err := client.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := asUser(t, User{Name: "alice", Groups: []string{"system:authenticated"}}, "GET", "/api/v1/secrets"); code != http.StatusForbidden {
+		t.Fatalf("alice listing secrets: %d", code)
+	}
+
+	for name, l := range map[string]map[string]string{"created": created, "missing": missing, "listed": listed, "refused": refused} {
+		if got := requestCount(t, l) - before[name]; got != 1 {
+			t.Errorf("%s %v: apiserver_request_total moved by %v, want 1", name, l, got)
+		}
+	}
+	if got := metricstest.Sum(t, testSrv.cfg.Metrics, "apiserver_request_duration_seconds", map[string]string{"verb": "POST", "resource": "pods"}); got != durations+1 {
+		t.Errorf("apiserver_request_duration_seconds{POST pods} count %v, want %v", got, durations+1)
+	}
+	if got := metricstest.Sum(t, testSrv.cfg.Metrics, "etcd_request_duration_seconds", map[string]string{"operation": "create", "resource": "pods"}); got != etcdCreates+1 {
+		t.Errorf("etcd_request_duration_seconds{create pods} count %v, want %v", got, etcdCreates+1)
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	if _, err := client.CoreV1().Namespaces().Get(ctxT(t), "default", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	testSrv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, body)
+	}
+	for _, want := range []string{
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"}`,
+		"# TYPE apiserver_request_duration_seconds histogram",
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1",le="0.005"}`,
+		"# TYPE etcd_request_duration_seconds histogram",
+		`etcd_requests_total{group="",operation="get",resource="namespaces"}`,
+		"go_goroutines ",
+		"process_start_time_seconds ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestMetricsEndpointAuthorization(t *testing.T) {
+	h := newKubeletHarness(t, nil) // a server of its own: this test resets its metrics
+	for _, tc := range []struct {
+		user   User
+		method string
+		code   int
+	}{
+		{User{Name: "admin", Groups: []string{mastersGroup}}, "GET", http.StatusOK},
+		{User{Name: "prometheus", Groups: []string{monitoringGroup}}, "GET", http.StatusOK},
+		{User{Name: "prometheus", Groups: []string{monitoringGroup}}, "DELETE", http.StatusForbidden},
+		{User{Name: "alice"}, "GET", http.StatusForbidden},
+		{User{Name: "system:node:n1", Groups: []string{nodesGroup}}, "GET", http.StatusForbidden},
+		{User{Name: "admin", Groups: []string{mastersGroup}}, "DELETE", http.StatusOK},
+	} {
+		req := httptest.NewRequest(tc.method, "/metrics", nil)
+		req = req.WithContext(WithUser(req.Context(), tc.user))
+		rec := httptest.NewRecorder()
+		h.api.Handler().ServeHTTP(rec, req)
+		if rec.Code != tc.code {
+			t.Errorf("%s %s /metrics: %d %s, want %d", tc.user.Name, tc.method, rec.Code, rec.Body, tc.code)
+		}
+		if tc.user.Name == "alice" && !strings.Contains(rec.Body.String(), `User \"alice\" cannot get path \"/metrics\"`) {
+			t.Errorf("alice's refusal: %s", rec.Body)
+		}
+	}
+	// The admin's DELETE reset the counters.
+	if n := metricstest.Sum(t, h.api.cfg.Metrics, "apiserver_request_total", nil); n != 0 {
+		t.Errorf("after reset apiserver_request_total sums to %v, want 0", n)
+	}
+}

@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"time"
+
+	"k8s.io/component-base/metrics"
+)
+
+// Results of a scheduling attempt, as upstream labels them: unschedulable
+// means no node fits, error an internal or API problem.
+const (
+	resultScheduled     = "scheduled"
+	resultUnschedulable = "unschedulable"
+	resultError         = "error"
+)
+
+// schedulerMetrics are kube-scheduler's attempt metrics (pkg/scheduler/
+// metrics), under its names, labels, buckets and help texts.
+type schedulerMetrics struct {
+	attempts *metrics.CounterVec
+	duration *metrics.HistogramVec
+}
+
+func newSchedulerMetrics() *schedulerMetrics {
+	return &schedulerMetrics{
+		attempts: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      "scheduler",
+			Name:           "schedule_attempts_total",
+			Help:           "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+			StabilityLevel: metrics.STABLE,
+		}, []string{"result", "profile"}),
+		duration: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Subsystem:      "scheduler",
+			Name:           "scheduling_attempt_duration_seconds",
+			Help:           "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+			Buckets:        metrics.ExponentialBuckets(0.001, 2, 15),
+			StabilityLevel: metrics.STABLE,
+		}, []string{"result", "profile"}),
+	}
+}
+
+func (m *schedulerMetrics) register(r metrics.KubeRegistry) {
+	r.MustRegister(m.attempts, m.duration)
+}
+
+// attempt records one attempt's result and its duration since start (the
+// beginning of its scheduling cycle; a scheduled pod's attempt ends when
+// its binding does).
+func (s *Scheduler) attempt(result string, start time.Time) {
+	profile := s.cfg.SchedulerName // upstream's profile name is the scheduler name
+	s.metrics.attempts.WithLabelValues(result, profile).Inc()
+	s.metrics.duration.WithLabelValues(result, profile).Observe(time.Since(start).Seconds())
+}
