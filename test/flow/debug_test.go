@@ -3,6 +3,9 @@ package flow
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
@@ -59,5 +63,26 @@ func TestKubectlDebugStartsEphemeralContainer(t *testing.T) {
 	}
 	if n := len(pod.Status.ContainerStatuses); n != 1 || pod.Status.Phase != v1.PodRunning {
 		t.Errorf("pod status after debug: phase %s, %d container statuses", pod.Status.Phase, n)
+	}
+}
+
+// TestKubectlDebugInteractive: `kubectl debug -it --target` starts an
+// ephemeral container and attaches the terminal to it.
+func TestKubectlDebugInteractive(t *testing.T) {
+	newAgent(t)
+	waitSchedulable(t)
+	deleteOnCleanup(t, "pod/dbgi")
+	mustKubectl(t, "run", "dbgi", "--image="+framework.BusyboxImage, "--", "sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait")
+	waitPodRunning(t, "dbgi")
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	line := fmt.Sprintf("%s --kubeconfig %s debug -it dbgi --image=%s --target=dbgi --container=shell -- sh -c 'read x; echo in-debug-$x'",
+		kubectlBin, filepath.Join(dataDir, server.KubeconfigFile), framework.BusyboxImage)
+	cmd := exec.CommandContext(ctx, "script", "-qec", line, "/dev/null")
+	cmd.Env = []string{"HOME=" + kubectlHome, "PATH=" + os.Getenv("PATH"), "TERM=dumb"}
+	cmd.Stdin = strings.NewReader("42\n") // typed at the terminal once attached
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "in-debug-42") {
+		t.Errorf("kubectl debug -it: %v\n%s", err, out)
 	}
 }

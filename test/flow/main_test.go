@@ -100,8 +100,9 @@ func startControlPlane(dir string) (stop func() error, err error) {
 	cfg := server.Config{
 		DataDir: dir, SecurePort: ports[0], BindAddress: "127.0.0.1",
 		EtcdClientPort: ports[1], EtcdPeerPort: ports[2], DisableAgent: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Ready:  ready,
+		MetricResolution: time.Second, // kubectl top needs two scrapes
+		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Ready:            ready,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

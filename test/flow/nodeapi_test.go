@@ -201,6 +201,18 @@ spec:
 		}
 	})
 
+	t.Run("kubectl top", func(t *testing.T) {
+		waitFor(t, apiTimeout, "kubectl top pod logger", func() (bool, error) {
+			out, stderr, err := kubectl(t, "top", "pod", "logger", "--no-headers")
+			f := strings.Fields(out)
+			return err == nil && len(f) == 3 && strings.HasSuffix(f[1], "m") && strings.HasSuffix(f[2], "Mi"), fmt.Errorf("%v %s", err, stderr)
+		})
+		waitFor(t, apiTimeout, "kubectl top node", func() (bool, error) {
+			out, stderr, err := kubectl(t, "top", "node", nodeName, "--no-headers")
+			return err == nil && strings.HasPrefix(out, nodeName), fmt.Errorf("%v %s", err, stderr)
+		})
+	})
+
 	t.Run("node API refuses strangers", func(t *testing.T) {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		base := fmt.Sprintf("https://127.0.0.1:%d", a.SecurePort)

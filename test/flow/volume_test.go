@@ -103,6 +103,10 @@ func TestAPIVolumesAndEnv(t *testing.T) {
 		"stat -L -c %a /secret/password":                "400",
 		"cat /both/greeting; echo; cat /both/ns":        "hello\ndefault",
 		"touch /config/x 2>/dev/null || echo read-only": "read-only",
+		// The service account token volume admission injected.
+		"cat /var/run/secrets/kubernetes.io/serviceaccount/namespace":                  "default",
+		"head -c 27 /var/run/secrets/kubernetes.io/serviceaccount/ca.crt":              "-----BEGIN CERTIFICATE-----",
+		"tr . '\\n' < /var/run/secrets/kubernetes.io/serviceaccount/token | grep -c .": "3",
 	} {
 		if got := sh(cmd); got != want {
 			t.Errorf("%s: %q, want %q", cmd, got, want)
