@@ -18,6 +18,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/metrics"
+	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
@@ -51,7 +52,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	nodeIP := o.Flags.NodeIP
 	if nodeIP == "" {
-		nodeIP = defaultNodeIP()
+		nodeIP = netutil.HostIP()
 	}
 	log = log.With("node", nodeName)
 	rc, err := restConfig(o)

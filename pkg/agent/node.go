@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -31,20 +30,6 @@ func NodeName(override string) (string, error) {
 		return "", fmt.Errorf("node name is empty")
 	}
 	return name, nil
-}
-
-// defaultNodeIP picks the first global unicast IPv4 address of the host.
-func defaultNodeIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return ""
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-			return ipn.IP.String()
-		}
-	}
-	return ""
 }
 
 // capacity is the node's CPUs, memory and maxPods; allocatable (which

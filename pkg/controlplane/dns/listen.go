@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/nodeagent/nodeagent/pkg/netutil"
 )
 
 // listen binds UDP and TCP on the same port of addr's host; port 0 takes
@@ -41,19 +43,6 @@ func listenPair(host, addr string) (net.PacketConn, net.Listener, error) {
 	return pc, l, nil
 }
 
-// HostIP is the first global unicast IPv4 address of this host, as the
-// node agent picks its node IP: the address pods reach the host at, and
-// so the one to give them as their nameserver when the server binds all
-// addresses. Empty when there is none.
-func HostIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return ""
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
-			return ipn.IP.String()
-		}
-	}
-	return ""
-}
+// HostIP is the host's address pods reach it at (see netutil.HostIP):
+// the nameserver to give them when the server binds all addresses.
+func HostIP() string { return netutil.HostIP() }

@@ -1,0 +1,3 @@
+// Package netutil holds the host network facts both the agent and the
+// control plane need.
+package netutil
