@@ -91,6 +91,9 @@ type Config struct {
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 300 * time.Second
+
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
 )
 
 // Manager keeps one worker per pod and routes updates to them.
@@ -100,9 +103,12 @@ type Manager struct {
 	events  EventRecorder
 	backoff *flowcontrol.Backoff
 	puller  *puller
-	probes  *probe.Manager
-	hooks   *lifecycle.Runner
-	now     func() time.Time
+	// mounts backs off volume set-up retries per pod, as the kubelet's
+	// volume manager does (0.5 s doubling to about 2 min).
+	mounts *flowcontrol.Backoff
+	probes *probe.Manager
+	hooks  *lifecycle.Runner
+	now    func() time.Time
 
 	mu      sync.Mutex
 	desired map[types.UID]*v1.Pod
@@ -151,6 +157,7 @@ func New(cfg Config) (*Manager, error) {
 		log:      cfg.Logger,
 		events:   cfg.Events,
 		backoff:  flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		mounts:   flowcontrol.NewBackOff(mountRetryInitial, mountRetryMax),
 		now:      time.Now,
 		desired:  map[types.UID]*v1.Pod{},
 		workers:  map[types.UID]*worker{},

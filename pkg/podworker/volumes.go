@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +32,16 @@ func (w *worker) setUpVolumes(ctx context.Context, pod *v1.Pod, podIPs []string)
 			return nil, err
 		}
 	}
+	key, now := string(pod.UID), w.m.now()
+	if w.m.mounts.IsInBackOffSinceUpdate(key, now) {
+		return nil, &mountBackoff{w.m.mounts.Get(key)}
+	}
 	mounts, err := w.m.cfg.Volumes.SetUpPod(ctx, pod, podIPs)
+	if err == nil {
+		w.m.mounts.Reset(key)
+		return mounts, nil
+	}
+	w.m.mounts.Next(key, now)
 	var se *volume.SetUpError
 	if errors.As(err, &se) {
 		for _, name := range se.Failed {
@@ -40,6 +50,25 @@ func (w *worker) setUpVolumes(ctx context.Context, pod *v1.Pod, podIPs []string)
 		return mounts, fmt.Errorf("unmounted volumes=%v: %w", se.Failed, err)
 	}
 	return mounts, err
+}
+
+// mountBackoff: the pod's last volume set-up failed and its retry is not
+// due yet.
+type mountBackoff struct{ wait time.Duration }
+
+func (e *mountBackoff) Error() string {
+	return fmt.Sprintf("volume set-up failed recently; retrying within %s", e.wait)
+}
+
+// retryDelay is when a sync that failed should run again: after the
+// volume back-off when volumes failed, else the retry period.
+func (w *worker) retryDelay(pod *v1.Pod, err error) time.Duration {
+	var mb *mountBackoff
+	var se *volume.SetUpError
+	if errors.As(err, &mb) || errors.As(err, &se) {
+		return max(w.m.mounts.Get(string(pod.UID)), 100*time.Millisecond)
+	}
+	return w.m.cfg.RetryPeriod
 }
 
 // volumeMounts turns the container's volumeMounts into CRI mounts: the

@@ -279,8 +279,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	}
 	w.collectGarbage(ctx, st)
 	if execErr != nil {
-		w.log.Error("sync failed; retrying", "err", execErr, "retryIn", w.m.cfg.RetryPeriod)
-		return w.m.cfg.RetryPeriod
+		retry := w.retryDelay(pod, execErr)
+		w.log.Error("sync failed; retrying", "err", execErr, "retryIn", retry)
+		return retry
 	}
 	return w.nextSync(pod, st)
 }
