@@ -38,12 +38,7 @@ var selfSubjectAccessReviews = &Resource{
 }
 
 func validateSelfSubjectAccessReview(r *authorizationv1.SelfSubjectAccessReview) field.ErrorList {
-	var errs field.ErrorList
-	meta := r.ObjectMeta
-	meta.ManagedFields = nil
-	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata"), r.ObjectMeta, "must be empty"))
-	}
+	errs := validateEmptyMeta(r.ObjectMeta)
 	sp := field.NewPath("spec")
 	switch {
 	case r.Spec.ResourceAttributes != nil && r.Spec.NonResourceAttributes != nil:
@@ -52,4 +47,15 @@ func validateSelfSubjectAccessReview(r *authorizationv1.SelfSubjectAccessReview)
 		errs = append(errs, field.Invalid(sp.Child("resourceAttributes"), r.Spec.NonResourceAttributes, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
 	}
 	return errs
+}
+
+// validateEmptyMeta is upstream's rule for access reviews: they carry no
+// metadata (managed fields aside).
+func validateEmptyMeta(m metav1.ObjectMeta) field.ErrorList {
+	rest := m
+	rest.ManagedFields = nil
+	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, rest) {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, "must be empty")}
+	}
+	return nil
 }

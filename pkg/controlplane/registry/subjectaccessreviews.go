@@ -2,8 +2,6 @@ package registry
 
 import (
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -22,12 +20,7 @@ var subjectAccessReviews = &Resource{
 
 // validateSubjectAccessReview is upstream's ValidateSubjectAccessReview.
 func validateSubjectAccessReview(r *authorizationv1.SubjectAccessReview) field.ErrorList {
-	var errs field.ErrorList
-	meta := r.ObjectMeta
-	meta.ManagedFields = nil
-	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata"), r.ObjectMeta, "must be empty"))
-	}
+	errs := validateEmptyMeta(r.ObjectMeta)
 	sp := field.NewPath("spec")
 	if (r.Spec.ResourceAttributes == nil) == (r.Spec.NonResourceAttributes == nil) {
 		errs = append(errs, field.Invalid(sp, r.Spec.NonResourceAttributes, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
