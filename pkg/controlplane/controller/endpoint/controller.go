@@ -60,11 +60,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
 	}, ctrlutil.Resync)
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
-		UpdateFunc: c.podChanged,
-		DeleteFunc: func(obj any) { c.podChanged(obj, nil) },
-	})
+	_, _ = podInf.Informer().AddEventHandler(endpointutil.PodHandler(c.services, c.queue, c.log))
 	// A deleted Endpoints object is written again (or stays gone when its
 	// service went).
 	_, _ = epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue})
@@ -84,17 +80,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 func (c *Controller) enqueue(obj any) {
 	if m, ok := ctrlutil.Unwrap(obj).(metav1.Object); ok {
 		c.queue.Add(ctrlutil.Key(m))
-	}
-}
-
-func (c *Controller) podChanged(old, cur any) {
-	keys, err := endpointutil.ServicesForPodChange(c.services, old, cur)
-	if err != nil {
-		c.log.Warn("services of a changed pod", "err", err)
-		return
-	}
-	for key := range keys {
-		c.queue.Add(key)
 	}
 }
 
