@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -24,21 +23,21 @@ func printFlowReport(r *flowResult, o options) {
 	}{
 		{"raw CRI, 1 pod", "container StartedAt", distOf(r.raw.single, startedAfter)},
 		{"", "StartContainer returned", distOf(r.raw.single, step(3))},
-		{"flow, 1 pod", "Create returned", flowDist(r.single, flowCreated)},
-		{"", "bound (watch)", flowDist(r.single, flowBound)},
-		{"", "container StartedAt", flowDist(r.single, flowStarted)},
-		{"", "seen running (CRI poll)", flowDist(r.single, flowObserved)},
-		{"", "Running (watch)", flowDist(r.single, flowRunning)},
+		{"flow, 1 pod", "Create returned", distOf(r.single, flowCreated)},
+		{"", "bound (watch)", distOf(r.single, flowBound)},
+		{"", "container StartedAt", distOf(r.single, flowStarted)},
+		{"", "seen running (CRI poll)", distOf(r.single, flowObserved)},
+		{"", "Running (watch)", distOf(r.single, flowRunning)},
 		{fmt.Sprintf("raw CRI, %d pods", len(r.raw.batch)), "makespan, to last StartedAt", makespan(r.raw.batch, started)},
 		{"", "makespan, to last StartContainer", makespan(r.raw.batch, startReturned)},
 		{"", "per pod, StartedAt", distOf(r.raw.batch, startedAfter)},
 		{"", "per pod, StartContainer returned", distOf(r.raw.batch, step(3))},
-		{fmt.Sprintf("flow, %d pods", n), "makespan, to last StartedAt", flowMakespan(r.batch, func(t flowTiming) time.Time { return t.started })},
-		{"", "makespan, to last Running (watch)", flowMakespan(r.batch, func(t flowTiming) time.Time { return t.running })},
-		{"", "per pod, Create returned", flowDist(r.batch, flowCreated)},
-		{"", "per pod, bound (watch)", flowDist(r.batch, flowBound)},
-		{"", "per pod, StartedAt", flowDist(r.batch, flowStarted)},
-		{"", "per pod, Running (watch)", flowDist(r.batch, flowRunning)},
+		{fmt.Sprintf("flow, %d pods", n), "makespan, to last StartedAt", makespan(r.batch, func(t flowTiming) time.Time { return t.started })},
+		{"", "makespan, to last Running (watch)", makespan(r.batch, func(t flowTiming) time.Time { return t.running })},
+		{"", "per pod, Create returned", distOf(r.batch, flowCreated)},
+		{"", "per pod, bound (watch)", distOf(r.batch, flowBound)},
+		{"", "per pod, StartedAt", distOf(r.batch, flowStarted)},
+		{"", "per pod, Running (watch)", distOf(r.batch, flowRunning)},
 	}
 	for _, row := range rows {
 		fmt.Printf("%-17s %-36s %4d %9.1f %9.1f\n", row.group, row.label, row.d.n, row.d.median, row.d.p99)
@@ -50,15 +49,15 @@ func printFlowReport(r *flowResult, o options) {
 	compare := func(label string, raw, flow float64) {
 		fmt.Printf("%-38s %9.1f %9.1f %+9.1f %7.2f\n", label, raw, flow, flow-raw, flow/raw)
 	}
-	rawKnown1, flowKnown1 := distOf(r.raw.single, step(3)), flowDist(r.single, flowRunning)
-	compare("1 pod median, to StartedAt", distOf(r.raw.single, startedAfter).median, flowDist(r.single, flowStarted).median)
+	rawKnown1, flowKnown1 := distOf(r.raw.single, step(3)), distOf(r.single, flowRunning)
+	compare("1 pod median, to StartedAt", distOf(r.raw.single, startedAfter).median, distOf(r.single, flowStarted).median)
 	compare("1 pod median, to known running", rawKnown1.median, flowKnown1.median)
 	compare("1 pod p99, to known running", rawKnown1.p99, flowKnown1.p99)
-	rawKnownN, flowKnownN := distOf(r.raw.batch, step(3)), flowDist(r.batch, flowRunning)
+	rawKnownN, flowKnownN := distOf(r.raw.batch, step(3)), distOf(r.batch, flowRunning)
 	compare(fmt.Sprintf("%d pods makespan, to StartedAt", n), makespan(r.raw.batch, started).median,
-		flowMakespan(r.batch, func(t flowTiming) time.Time { return t.started }).median)
+		makespan(r.batch, func(t flowTiming) time.Time { return t.started }).median)
 	compare(fmt.Sprintf("%d pods makespan, to known running", n), makespan(r.raw.batch, startReturned).median,
-		flowMakespan(r.batch, func(t flowTiming) time.Time { return t.running }).median)
+		makespan(r.batch, func(t flowTiming) time.Time { return t.running }).median)
 	compare(fmt.Sprintf("%d pods per pod median, known running", n), rawKnownN.median, flowKnownN.median)
 	compare(fmt.Sprintf("%d pods per pod p99, known running", n), rawKnownN.p99, flowKnownN.p99)
 	fmt.Println()
@@ -75,28 +74,4 @@ func flowStarted(t flowTiming) time.Duration  { return t.started.Sub(t.t0) }
 func flowObserved(t flowTiming) time.Duration { return t.observed.Sub(t.t0) }
 func flowRunning(t flowTiming) time.Duration  { return t.running.Sub(t.t0) }
 
-func flowDist(ts []flowTiming, f func(flowTiming) time.Duration) dist {
-	xs := make([]float64, 0, len(ts))
-	for _, t := range ts {
-		xs = append(xs, ms(f(t)))
-	}
-	return dist{n: len(xs), median: median(xs), p99: percentile(xs, 0.99)}
-}
-
-// flowMakespan is from the first Create sent to the last pod's end.
-func flowMakespan(ts []flowTiming, end func(flowTiming) time.Time) dist {
-	if len(ts) == 0 {
-		return dist{median: math.NaN(), p99: math.NaN()}
-	}
-	first, last := ts[0].t0, end(ts[0])
-	for _, t := range ts {
-		if t.t0.Before(first) {
-			first = t.t0
-		}
-		if end(t).After(last) {
-			last = end(t)
-		}
-	}
-	d := ms(last.Sub(first))
-	return dist{n: 1, median: d, p99: d}
-}
+func (t flowTiming) start() time.Time { return t.t0 }

@@ -155,7 +155,7 @@ type dist struct {
 }
 
 // distOf summarises f over the pods, in milliseconds.
-func distOf(ts []podTiming, f func(podTiming) time.Duration) dist {
+func distOf[T any](ts []T, f func(T) time.Duration) dist {
 	xs := make([]float64, 0, len(ts))
 	for _, t := range ts {
 		xs = append(xs, ms(f(t)))
@@ -163,15 +163,20 @@ func distOf(ts []podTiming, f func(podTiming) time.Duration) dist {
 	return dist{n: len(xs), median: median(xs), p99: percentile(xs, 0.99)}
 }
 
+// timed is a pod's measurement with its own clock start (t0).
+type timed interface{ start() time.Time }
+
+func (t podTiming) start() time.Time { return t.t0 }
+
 // makespan is from the first pod's t0 to the last pod's end.
-func makespan(ts []podTiming, end func(podTiming) time.Time) dist {
+func makespan[T timed](ts []T, end func(T) time.Time) dist {
 	if len(ts) == 0 {
 		return dist{median: math.NaN(), p99: math.NaN()}
 	}
-	first, last := ts[0].t0, end(ts[0])
+	first, last := ts[0].start(), end(ts[0])
 	for _, t := range ts {
-		if t.t0.Before(first) {
-			first = t.t0
+		if t.start().Before(first) {
+			first = t.start()
 		}
 		if end(t).After(last) {
 			last = end(t)
