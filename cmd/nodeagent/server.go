@@ -64,6 +64,8 @@ func serverCmd() *cobra.Command {
 	fs.StringVar(&cfg.DNSAddress, "dns-address", server.DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. When the default is in use, this host's IP on port 53 is tried; pods reach either at the host's IP.")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", server.DefaultClusterDomain, "DNS domain of the cluster: services are <svc>.<ns>.svc.<domain>.")
 	fs.StringSliceVar(&cfg.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
+	fs.StringVar(&cfg.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the cluster CA, which signs the certificates agents request).")
+	fs.BoolVar(&cfg.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
 	fs.StringVar(&agentConfig, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
 	cmd.AddCommand(nodeKubeconfigCmd())

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -60,9 +61,32 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	if err != nil {
 		return nil, err
 	}
+	getCert, err := servingCertSource(ctx, o, p, client, cert)
+	if err != nil {
+		return nil, err
+	}
 	addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(*cfg.Port)))
-	_, done, err := nodeapi.Serve(ctx, addr, srv.Handler(), nodeapi.TLSConfig(cert, clientCAs), p.log)
+	_, done, err := nodeapi.Serve(ctx, addr, srv.Handler(), nodeapi.TLSConfigDynamic(getCert, clientCAs), p.log)
 	return done, err
+}
+
+// servingCertSource picks the serving certificate: tlsCertFile when set,
+// else with serverTLSBootstrap one requested from the cluster (the
+// self-signed one until it is issued), else the self-signed one.
+func servingCertSource(ctx context.Context, o Options, p parts, client kubernetes.Interface, cert tls.Certificate) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	cfg := o.Config
+	if cfg.TLSCertFile != "" || client == nil || cfg.ServerTLSBootstrap == nil || !*cfg.ServerTLSBootstrap {
+		return nodeapi.GetCertificate(nil, cert), nil
+	}
+	m, err := nodeapi.StartServingCertManager(nodeapi.BootstrapConfig{
+		Client: client, NodeName: p.nodeName, IPs: ips(p.nodeIP), Dir: filepath.Join(o.Flags.RootDir, "pki"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, m.Stop)
+	p.log.Info("serving certificate requested from the cluster (serverTLSBootstrap); self-signed until it is issued")
+	return nodeapi.GetCertificate(m, cert), nil
 }
 
 // nodeAuthenticator builds the configured authenticators. Joined, client

@@ -105,8 +105,9 @@ func (c *Config) setAuthDefaults() {
 // SetModeDefaults fills the defaults that depend on whether the agent
 // joined an API server: readOnlyPort is off when joined (upstream's
 // v1beta1 default) and 10255 standalone, where it is the only way to list
-// the agent's pods. Call it once the mode is known.
+// the agent's pods; serverTLSBootstrap is on when joined. Call it once the mode is known.
 func (c *Config) SetModeDefaults(joined bool) {
+	defaultPtr(&c.ServerTLSBootstrap, joined)
 	if joined {
 		defaultPtr(&c.ReadOnlyPort, 0)
 		return

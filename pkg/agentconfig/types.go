@@ -40,6 +40,14 @@ type Config struct {
 	// in <root-dir>/pki, as the kubelet does).
 	TLSCertFile       string `json:"tlsCertFile,omitempty"`
 	TLSPrivateKeyFile string `json:"tlsPrivateKeyFile,omitempty"`
+	// ServerTLSBootstrap requests the node API server's certificate from
+	// the cluster (a kubernetes.io/kubelet-serving CertificateSigningRequest,
+	// renewed before it expires) instead of a self-signed one; ignored when
+	// tlsCertFile is set. Default: true when joined to an API server
+	// (upstream's default is false; nodeagent's control plane approves and
+	// signs these requests, so its API server can verify kubelets), false
+	// standalone.
+	ServerTLSBootstrap *bool `json:"serverTLSBootstrap,omitempty"`
 	// Authentication and Authorization configure the node API server's
 	// auth, with upstream's v1beta1 defaults.
 	Authentication Authentication `json:"authentication"`

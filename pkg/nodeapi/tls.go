@@ -93,10 +93,17 @@ func ClientCAPool(file string, fallback []byte) (*x509.CertPool, error) {
 // authenticator verifies it, so that token and anonymous callers still
 // get in.
 func TLSConfig(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
+	return TLSConfigDynamic(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, clientCAs)
+}
+
+// TLSConfigDynamic is TLSConfig with the certificate chosen at each
+// handshake (a requested certificate replaces the fallback, renewals take
+// effect without a restart).
+func TLSConfigDynamic(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCAs *x509.CertPool) *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequestClientCert,
-		ClientCAs:    clientCAs,
-		MinVersion:   tls.VersionTLS12,
+		GetCertificate: get,
+		ClientAuth:     tls.RequestClientCert,
+		ClientCAs:      clientCAs,
+		MinVersion:     tls.VersionTLS12,
 	}
 }

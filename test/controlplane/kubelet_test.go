@@ -4,10 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -40,13 +46,19 @@ type fakeNode struct {
 
 func newFakeNode(t *testing.T, logs kubelettest.LogFunc) *fakeNode {
 	t.Helper()
-	caPEM, err := os.ReadFile(filepath.Join(shared.cfg.DataDir, "pki", pki.CACertFile))
-	if err != nil {
-		t.Fatal(err)
+	return newFakeNodeServing(t, logs, true)
+}
+
+// newFakeNodeServing: with trusted false, the fake kubelet serves a
+// certificate the cluster CA did not sign (httptest's own).
+func newFakeNodeServing(t *testing.T, logs kubelettest.LogFunc, trusted bool) *fakeNode {
+	t.Helper()
+	caPEM, pool := clusterCA(t)
+	var serving []tls.Certificate
+	if trusted {
+		serving = append(serving, kubeletServingCert(t, caPEM))
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	kubelet, err := kubelettest.New(pool, logs)
+	kubelet, err := kubelettest.New(pool, logs, serving...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +85,48 @@ func newFakeNode(t *testing.T, logs kubelettest.LogFunc) *fakeNode {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// clusterCA reads the shared server's CA.
+func clusterCA(t *testing.T) ([]byte, *x509.CertPool) {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(shared.cfg.DataDir, "pki", pki.CACertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return caPEM, pool
+}
+
+// kubeletServingCert is a serving certificate for 127.0.0.1 signed by the
+// shared server's CA, which the API server verifies kubelets with.
+func kubeletServingCert(t *testing.T, caPEM []byte) tls.Certificate {
+	t.Helper()
+	keyPEM, err := os.ReadFile(filepath.Join(shared.cfg.DataDir, "pki", pki.CAKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPair, err := tls.X509KeyPair(caPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "system:node:fake", Organization: []string{"system:nodes"}},
+		NotBefore:    time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caPair.Leaf, key.Public(), caPair.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // pod creates a pod with the containers on the fake node ("" node: left
@@ -190,6 +244,21 @@ func TestKubectlLogsFollow(t *testing.T) {
 	p.expect(t, "second line")
 	if err := p.wait(t); err != nil {
 		t.Errorf("logs -f after the kubelet ended the stream: %v", err)
+	}
+}
+
+// The API server verifies kubelets' serving certificates with the
+// cluster CA: a kubelet serving another certificate gets no request.
+func TestUntrustedKubeletRefused(t *testing.T) {
+	n := newFakeNodeServing(t, nil, false)
+	ns := namespace(t)
+	n.pod(t, ns, "web", true, "c")
+	out, stderr, err := kubectl(t, "-n", ns, "logs", "web")
+	if err == nil || out != "" || !strings.Contains(stderr, "x509: certificate signed by unknown authority") {
+		t.Errorf("logs from an untrusted kubelet: got %q %q %v, want a certificate error", out, stderr, err)
+	}
+	if _, ok := n.kubelet.Last("/containerLogs/" + ns + "/web/c"); ok {
+		t.Error("the untrusted kubelet was sent the request")
 	}
 }
 

@@ -147,6 +147,13 @@ func newAgent(t *testing.T) *framework.Agent {
 // (cri is connected to it).
 func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Client) *framework.Agent {
 	t.Helper()
+	return newAgentConfigured(t, inst, node, cri, "")
+}
+
+// newAgentConfigured is newAgentOn with KubeletConfiguration lines added
+// to the agent's config.
+func newAgentConfigured(t *testing.T, inst framework.Instance, node string, cri *nart.Client, config string) *framework.Agent {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "node.kubeconfig")
 	if err := server.WriteNodeKubeconfig(dataDir, node, serverURL, kubeconfig); err != nil {
@@ -158,6 +165,9 @@ func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Cl
 	}
 	a.NodeName = node
 	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
+	if err := a.AppendConfig(config); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +193,9 @@ func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Cl
 			t.Logf("agent %s log:\n%s", node, a.Logs())
 		}
 	})
+	// The API server verifies kubelets: streams work once the requested
+	// certificate replaced the self-signed one.
+	waitServingCertIssued(t, a, node)
 	return a
 }
 

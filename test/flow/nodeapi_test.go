@@ -35,6 +35,22 @@ func kubectlCmd(ctx context.Context, stdin io.Reader, args ...string) *exec.Cmd 
 	return cmd
 }
 
+// startKubectlOutput starts kubectl and returns its standard output;
+// cleanup cancels ctx (with cancel) and waits for it.
+func startKubectlOutput(t *testing.T, ctx context.Context, cancel context.CancelFunc, args ...string) io.Reader {
+	t.Helper()
+	cmd := kubectlCmd(ctx, nil, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return out
+}
+
 // TestKubectlLogsExecAttachPortForward drives the node API through the API
 // server with upstream kubectl on real containerd.
 func TestKubectlLogsExecAttachPortForward(t *testing.T) {
@@ -82,16 +98,7 @@ spec:
 		last := lastLine(mustKubectl(t, "logs", "logger", "--tail=1"))
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 		defer cancel()
-		cmd := kubectlCmd(ctx, nil, "logs", "-f", "logger", "--tail=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		sc := bufio.NewScanner(out)
+		sc := bufio.NewScanner(startKubectlOutput(t, ctx, cancel, "logs", "-f", "logger", "--tail=1"))
 		for sc.Scan() {
 			if n := lineNumber(sc.Text()); n > last+2 {
 				return // lines written after the follow began

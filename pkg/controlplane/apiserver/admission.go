@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,7 +61,20 @@ func (s *Server) admitMutating(ctx context.Context, a *attributes) error {
 	if !ok {
 		return nil // the server's own writes and handler-only tests
 	}
+	stampRequester(u, a)
 	return s.restrictNode(ctx, u, a)
+}
+
+// stampRequester records who asked for a certificate, as upstream's
+// CertificateSigningRequest strategy does: signers and approvers trust
+// spec.username and spec.groups, never what the client wrote there.
+func stampRequester(u User, a *attributes) {
+	csr, ok := a.obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok || a.op != admissionv1.Create {
+		return
+	}
+	csr.Spec.Username, csr.Spec.UID, csr.Spec.Extra = u.Name, "", nil
+	csr.Spec.Groups = append([]string(nil), u.Groups...)
 }
 
 // admitValidating runs the checks upstream makes after validation, on the

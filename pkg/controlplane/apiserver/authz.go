@@ -116,6 +116,10 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 		return s.nodeMayGetClaim(r.Context(), node, ri)
 	case "/persistentvolumes":
 		return s.nodeMayGetVolume(r.Context(), node, ri)
+	case "certificates.k8s.io/certificatesigningrequests":
+		// Serving (and client) certificates for itself; what it may ask
+		// for is the approver's and signer's business, as upstream.
+		return ri.Subresource == "" && (ri.Verb == "create" || readVerbs[ri.Verb])
 	}
 	return false
 }

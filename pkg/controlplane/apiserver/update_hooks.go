@@ -8,8 +8,9 @@ import (
 // wholeObjectSubresources take the resource's own object in PUT and PATCH
 // and share the main resource's update path; the registry's hooks for the
 // subresource keep what it may not change (status: the spec;
-// ephemeralcontainers: all but spec.ephemeralContainers).
-var wholeObjectSubresources = map[string]bool{"": true, "status": true, "ephemeralcontainers": true}
+// ephemeralcontainers: all but spec.ephemeralContainers; approval: all but
+// the Approved and Denied conditions).
+var wholeObjectSubresources = map[string]bool{"": true, "status": true, "ephemeralcontainers": true, "approval": true}
 
 // updateHooks picks the registry hooks an update through h's subresource
 // runs after defaulting: the preparation (nil for none) and the checks.
@@ -20,6 +21,8 @@ func (h *resourceHandler) updateHooks() (prepare func(obj, old runtime.Object), 
 		// Only the strategy's own check: the general pod update check
 		// forbids any spec change, ephemeral containers included.
 		return res.PrepareForEphemeralContainersUpdate, nonNil(res.ValidateEphemeralContainersUpdate)
+	case "approval":
+		return res.PrepareForApprovalUpdate, nonNil(res.ValidateApprovalUpdate)
 	case "status":
 		// The status strategy's own check, as upstream's status
 		// strategies; resources without one fall back to the update check.

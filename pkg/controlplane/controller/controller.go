@@ -12,7 +12,9 @@
 //   - endpoint: writes the core/v1 Endpoints of services with selectors;
 //   - endpointslice: writes their discovery.k8s.io/v1 EndpointSlices;
 //   - rootcacert: publishes the cluster CA as the kube-root-ca.crt
-//     ConfigMap in every namespace (when Options.RootCA is set).
+//     ConfigMap in every namespace (when Options.RootCA is set);
+//   - certificates: approves nodes' own certificate signing requests and
+//     signs approved ones with the cluster CA (when Options.Signer is set).
 //
 // Each controller reports what it does as core/v1 events with upstream's
 // reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
@@ -31,6 +33,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/deployment"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpoint"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpointslice"
@@ -55,6 +58,9 @@ type Options struct {
 	// as kube-root-ca.crt, upstream's --root-ca-file; nil runs no
 	// publisher (there is nothing to publish).
 	RootCA []byte
+	// Signer is the cluster CA that signs approved certificate signing
+	// requests; nil runs no certificate approver and signer.
+	Signer certificates.Signer
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -80,6 +86,10 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
 	ep := endpoint.New(client, factory, log.With("controller", "endpoint"))
 	eps := endpointslice.New(client, factory, log.With("controller", "endpointslice"))
+	var certs *certificates.Controller
+	if opts.Signer != nil {
+		certs = certificates.New(client, factory, opts.Signer, log.With("controller", "certificates"))
+	}
 	var rootCA *rootcacert.Publisher
 	if len(opts.RootCA) > 0 {
 		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
@@ -98,6 +108,9 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return eps.Run(gctx, 2) })
 	if rootCA != nil {
 		g.Go(func() error { return rootCA.Run(gctx, 1) })
+	}
+	if certs != nil {
+		g.Go(func() error { return certs.Run(gctx, 1) })
 	}
 	return g.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -296,31 +297,39 @@ func (p *PKI) issue(spec leafSpec, validity time.Duration) (certPEM, keyPEM []by
 	if err != nil {
 		return nil, nil, err
 	}
-	serial, err := newSerial()
+	der, err := p.sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{spec.usage},
+		DNSNames:    spec.dnsNames,
+		IPAddresses: spec.ips,
+	}, key.Public(), validity)
 	if err != nil {
 		return nil, nil, err
 	}
-	now := p.now()
-	notAfter := now.Add(validity)
-	if notAfter.After(p.CACert.NotAfter) {
-		notAfter = p.CACert.NotAfter
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
-		NotBefore:             now.Add(-notBeforeSkew),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:           []x509.ExtKeyUsage{spec.usage},
-		BasicConstraintsValid: true,
-		DNSNames:              spec.dnsNames,
-		IPAddresses:           spec.ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CACert, key.Public(), p.CAKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("issue certificate %q: %w", spec.cn, err)
-	}
 	return encode(der, key)
+}
+
+// sign completes tmpl (serial, validity from now, bounded by the CA's own
+// life) and signs pub into it with the CA.
+func (p *PKI) sign(tmpl *x509.Certificate, pub any, validity time.Duration) ([]byte, error) {
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := p.now()
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = now.Add(-notBeforeSkew)
+	tmpl.NotAfter = now.Add(validity)
+	if tmpl.NotAfter.After(p.CACert.NotAfter) {
+		tmpl.NotAfter = p.CACert.NotAfter
+	}
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CACert, pub, p.CAKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue certificate %q: %w", tmpl.Subject.CommonName, err)
+	}
+	return der, nil
 }
 
 // servingSANs lists the serving certificate's names: loopback, the host's
@@ -453,4 +462,23 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// SignRequest issues a certificate for a certificate signing request the
+// caller has checked: the request's subject, names and public key with
+// the given usages, valid for validity (bounded by the CA's own life).
+func (p *PKI) SignRequest(req *x509.CertificateRequest, keyUsage x509.KeyUsage, extUsages []x509.ExtKeyUsage, validity time.Duration) ([]byte, error) {
+	der, err := p.sign(&x509.Certificate{
+		Subject:        req.Subject,
+		KeyUsage:       keyUsage,
+		ExtKeyUsage:    extUsages,
+		DNSNames:       req.DNSNames,
+		IPAddresses:    req.IPAddresses,
+		EmailAddresses: req.EmailAddresses,
+		URIs:           req.URIs,
+	}, req.PublicKey, validity)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }

@@ -58,6 +58,11 @@ type Resource struct {
 	// are kept.
 	PrepareForEphemeralContainersUpdate func(obj, old runtime.Object)
 	ValidateEphemeralContainersUpdate   func(obj, old runtime.Object) field.ErrorList
+	// PrepareForApprovalUpdate and ValidateApprovalUpdate serve
+	// certificatesigningrequests/approval: only the Approved and Denied
+	// conditions of the request's object are kept.
+	PrepareForApprovalUpdate func(obj, old runtime.Object)
+	ValidateApprovalUpdate   func(obj, old runtime.Object) field.ErrorList
 	// GetScale and SetScale serve the scale subresource (autoscaling/v1
 	// Scale): GetScale reads it from obj, SetScale validates s and applies
 	// its spec.replicas to obj.
@@ -86,6 +91,7 @@ var SubresourceVerbs = map[string][]string{
 	"status":              {"get", "patch", "update"},
 	"scale":               {"get", "patch", "update"},
 	"ephemeralcontainers": {"get", "patch", "update"},
+	"approval":            {"get", "patch", "update"},
 	"binding":             {"create"},
 	"eviction":            {"create"},
 	"log":                 {"get"},
@@ -114,6 +120,7 @@ func All() []*Resource {
 		leases,
 		deployments, replicaSets,
 		storageClasses,
+		certificateSigningRequests,
 		eventsV1,
 		tokenReviews, selfSubjectAccessReviews, subjectAccessReviews,
 	}

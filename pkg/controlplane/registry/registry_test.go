@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -50,6 +51,7 @@ func TestResourcesTypes(t *testing.T) {
 		{"apps", "v1", "deployments", &appsv1.Deployment{}, &appsv1.DeploymentList{}, "Deployment", true},
 		{"apps", "v1", "replicasets", &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, "ReplicaSet", true},
 		{"storage.k8s.io", "v1", "storageclasses", &storagev1.StorageClass{}, &storagev1.StorageClassList{}, "StorageClass", false},
+		{"certificates.k8s.io", "v1", "certificatesigningrequests", &certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{}, "CertificateSigningRequest", false},
 		{"events.k8s.io", "v1", "events", &eventsv1.Event{}, &eventsv1.EventList{}, "Event", true},
 		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
 		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},

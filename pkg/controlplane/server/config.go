@@ -68,6 +68,15 @@ type Config struct {
 	// domain; empty: the nameservers of /etc/resolv.conf.
 	DNSUpstreams []string
 
+	// KubeletCertificateAuthority is the PEM file that verifies the
+	// kubelets' serving certificates (kube-apiserver's
+	// --kubelet-certificate-authority); empty: the cluster CA, which signs
+	// the serving certificates agents request (serverTLSBootstrap).
+	// KubeletInsecureTLS skips the verification, as kube-apiserver does
+	// without the flag, for kubelets that serve self-signed certificates.
+	KubeletCertificateAuthority string
+	KubeletInsecureTLS          bool
+
 	Logger *slog.Logger
 	// Ready, when set, is closed once the server accepts requests and is
 	// ready (use a new channel for every Run).

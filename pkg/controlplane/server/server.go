@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
@@ -72,6 +74,11 @@ func Run(ctx context.Context, cfg Config) error {
 	saTokens := &saTokenAuthenticator{signer: signer, implicitAuds: apiAudiences}
 	tokenAuthn := &tokenAuthenticator{static: tokens, sa: saTokens, apiAudiences: apiAudiences}
 
+	kubeletCAs, err := cfg.kubeletCAs(p)
+	if err != nil {
+		return err
+	}
+
 	// 2. etcd.
 	store, err := etcd.Start(ctx, etcd.Config{
 		DataDir:    filepath.Join(cfg.DataDir, "etcd"),
@@ -107,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
 		APIAudiences:       apiAudiences,
-		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
+		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
 		Metrics:            metricsRegistry,
 		MetricResolution:   cfg.MetricResolution,
 	})
@@ -208,7 +215,7 @@ func Run(ctx context.Context, cfg Config) error {
 	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
 	runClient(func() error {
 		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
-			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM})
+			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM, Signer: p})
 	})
 	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
 	g.Go(func() error {
@@ -281,4 +288,20 @@ func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
+}
+
+// kubeletCAs is the pool that verifies kubelets' serving certificates;
+// nil skips the verification.
+func (c *Config) kubeletCAs(p *pki.PKI) (*x509.CertPool, error) {
+	switch {
+	case c.KubeletInsecureTLS:
+		return nil, nil
+	case c.KubeletCertificateAuthority == "":
+		return p.CertPool(), nil
+	}
+	pool, err := certutil.NewPool(c.KubeletCertificateAuthority)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet certificate authority: %w", err)
+	}
+	return pool, nil
 }

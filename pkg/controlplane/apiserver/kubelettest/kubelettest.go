@@ -58,8 +58,10 @@ type Server struct {
 
 // New starts a fake kubelet. With clientCAs, client certificates must
 // chain to them (as a kubelet's --client-ca-file); requests without one
-// are still served, their ClientCN empty.
-func New(clientCAs *x509.CertPool, logs LogFunc) (*Server, error) {
+// are still served, their ClientCN empty. servingCert, when given, is
+// what it serves instead of httptest's own certificate (one signed by the
+// CA an API server verifies kubelets with).
+func New(clientCAs *x509.CertPool, logs LogFunc, servingCert ...tls.Certificate) (*Server, error) {
 	s := &Server{logs: logs, started: time.Now(), nodeLoad: DefaultNodeLoad}
 	if s.logs == nil {
 		s.logs = DefaultLogs
@@ -81,6 +83,7 @@ func New(clientCAs *x509.CertPool, logs LogFunc) (*Server, error) {
 	if clientCAs != nil {
 		s.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: clientCAs}
 	}
+	s.TLS.Certificates = servingCert
 	s.StartTLS()
 	host, port, err := net.SplitHostPort(s.Listener.Addr().String())
 	if err != nil {
