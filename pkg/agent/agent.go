@@ -19,6 +19,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/netutil"
+	"github.com/nodeagent/nodeagent/pkg/network"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
@@ -78,7 +79,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer rt.Close()
 
-	api, err := newAPI(o, rc, rt, nodeName, nodeIP, log)
+	var api *apiclient.API
+	kubenet, err := newKubenet(o, rc, nodeName, func() { api.Node.Trigger() }, log)
+	if err != nil {
+		return err
+	}
+	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, log)
 	if err != nil {
 		return err
 	}
@@ -122,7 +128,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -139,9 +145,13 @@ func restConfig(o Options) (*rest.Config, error) {
 }
 
 // newAPI builds the API side when joined (rc is set); nil runs standalone.
-func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, log *slog.Logger) (*apiclient.API, error) {
+func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, kubenet *network.Kubenet, log *slog.Logger) (*apiclient.API, error) {
 	if rc == nil {
 		return nil, nil
+	}
+	var netCond func() v1.NodeCondition
+	if kubenet != nil {
+		netCond = kubenet.Condition
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -153,7 +163,7 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
 		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
-		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, Logger: log,
+		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, Logger: log,
 	})
 }
 
@@ -161,8 +171,9 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 type parts struct {
 	mgr              *podworker.Manager
 	rt               *runtime.Client
-	api              *apiclient.API // nil standalone
-	rc               *rest.Config   // nil standalone
+	api              *apiclient.API   // nil standalone
+	rc               *rest.Config     // nil standalone
+	kubenet          *network.Kubenet // nil unless --network-plugin=kubenet
 	metrics          *metrics.Metrics
 	nodeName, nodeIP string
 	log              *slog.Logger
@@ -238,6 +249,9 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		} else {
 			go func() { errc <- wrapServe("healthz server", <-done) }()
 		}
+	}
+	if p.kubenet != nil {
+		go func() { errc <- wrapServe("kubenet", p.kubenet.Run(ctx)) }()
 	}
 	if done, err := startNodeAPI(ctx, o, p, health); err != nil {
 		return err

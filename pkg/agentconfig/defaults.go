@@ -47,8 +47,15 @@ func Default() *Config {
 
 // DefaultFlags returns Flags with their defaults.
 func DefaultFlags() *Flags {
-	return &Flags{RootDir: DefaultRootDir}
+	return &Flags{RootDir: DefaultRootDir, CNIConfDir: DefaultCNIConfDir, CNIBinDirs: DefaultCNIBinDirs}
 }
+
+// The CNI directories' defaults: the usual conf_dir, and the usual
+// bin_dir followed by where Debian's containernetworking-plugins puts them.
+var (
+	DefaultCNIConfDir = "/etc/cni/net.d"
+	DefaultCNIBinDirs = []string{"/opt/cni/bin", "/usr/lib/cni"}
+)
 
 // SetDefaults fills every unset field with its default, like the kubelet's
 // SetDefaults_KubeletConfiguration. Set fields are left alone.

@@ -78,6 +78,16 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Kubeconfig of the API server; empty runs standalone.")
 	fs.StringVar(&f.ConfigFile, "config", f.ConfigFile, "KubeletConfiguration file; flags given explicitly override its values.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", f.NodeLabels, "Labels added to the Node when it registers (key=value,...).")
+	if f.CNIConfDir == "" {
+		f.CNIConfDir = DefaultCNIConfDir
+	}
+	if len(f.CNIBinDirs) == 0 {
+		f.CNIBinDirs = DefaultCNIBinDirs
+	}
+	fs.StringVar(&f.NetworkPlugin, "network-plugin", f.NetworkPlugin, "\"kubenet\": the agent writes a bridge CNI configuration for its Node's spec.podCIDR, routes to the other nodes' pod CIDRs and reports NetworkUnavailable (joined only); empty leaves the runtime's CNI configuration alone.")
+	fs.StringVar(&f.CNIConfDir, "cni-conf-dir", f.CNIConfDir, "Directory the runtime reads CNI configurations from (with --network-plugin=kubenet).")
+	fs.StringSliceVar(&f.CNIBinDirs, "cni-bin-dir", f.CNIBinDirs, "Comma-separated directories of CNI plugin binaries (with --network-plugin=kubenet).")
+	fs.IntVar(&f.NetworkPluginMTU, "network-plugin-mtu", f.NetworkPluginMTU, "MTU of the pod bridge; 0 is the plugin's default (with --network-plugin=kubenet).")
 }
 
 // Validate checks the flag-only settings.
@@ -87,6 +97,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.NodeIP != "" && net.ParseIP(f.NodeIP) == nil {
 		return fmt.Errorf("--node-ip: invalid IP address %q", f.NodeIP)
+	}
+	if f.NetworkPlugin != "" && f.NetworkPlugin != NetworkPluginKubenet {
+		return fmt.Errorf("--network-plugin: %q is not supported (only %q, or empty)", f.NetworkPlugin, NetworkPluginKubenet)
 	}
 	return nil
 }

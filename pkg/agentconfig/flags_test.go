@@ -82,12 +82,14 @@ func TestResolveFlagOnlySettings(t *testing.T) {
 	if len(fl.NodeLabels) == 0 {
 		fl.NodeLabels = nil
 	}
-	if !reflect.DeepEqual(*fl, Flags{RootDir: DefaultRootDir}) {
+	if !reflect.DeepEqual(*fl, *DefaultFlags()) {
 		t.Errorf("default flags = %+v", fl)
 	}
-	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k", "--node-labels=zone=a,tier=web")
+	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k", "--node-labels=zone=a,tier=web",
+		"--network-plugin=kubenet", "--cni-conf-dir=/c", "--cni-bin-dir=/b1,/b2", "--network-plugin-mtu=1400")
 	want := Flags{RootDir: "/r", HostnameOverride: "n1", NodeIP: "10.1.1.1", Kubeconfig: "/k",
-		NodeLabels: map[string]string{"zone": "a", "tier": "web"}}
+		NodeLabels:    map[string]string{"zone": "a", "tier": "web"},
+		NetworkPlugin: "kubenet", CNIConfDir: "/c", CNIBinDirs: []string{"/b1", "/b2"}, NetworkPluginMTU: 1400}
 	if !reflect.DeepEqual(*fl, want) {
 		t.Errorf("flags = %+v, want %+v", *fl, want)
 	}
@@ -96,6 +98,9 @@ func TestResolveFlagOnlySettings(t *testing.T) {
 	}
 	if err := (&Flags{RootDir: "/r", NodeIP: "bad"}).Validate(); err == nil || !strings.Contains(err.Error(), "--node-ip") {
 		t.Errorf("bad node IP: err = %v", err)
+	}
+	if err := (&Flags{RootDir: "/r", NetworkPlugin: "cni"}).Validate(); err == nil || !strings.Contains(err.Error(), `--network-plugin: "cni" is not supported`) {
+		t.Errorf("unknown network plugin: err = %v", err)
 	}
 }
 

@@ -149,7 +149,23 @@ type Flags struct {
 	ConfigFile string
 	// NodeLabels are added to the Node when it registers (--node-labels).
 	NodeLabels map[string]string
+	// NetworkPlugin "kubenet" makes the agent own the node's pod network,
+	// as the kubelet's old --network-plugin=kubenet: a bridge CNI
+	// configuration for the Node's spec.podCIDRs written to CNIConfDir,
+	// routes to the other nodes' pod CIDRs, and the NetworkUnavailable
+	// condition. Default: "" (the runtime's CNI configuration is someone
+	// else's, as with the kubelet today).
+	NetworkPlugin string
+	// CNIConfDir and CNIBinDirs are where the CNI configuration is written
+	// and the plugins are looked up (the runtime's conf_dir and bin_dir).
+	CNIConfDir string
+	CNIBinDirs []string
+	// NetworkPluginMTU is the bridge's MTU (0: the plugin's default).
+	NetworkPluginMTU int
 }
+
+// NetworkPluginKubenet is the one network plugin the agent runs itself.
+const NetworkPluginKubenet = "kubenet"
 
 // ContainerLogMaxBytes is ContainerLogMaxSize in bytes; call it on a
 // validated Config (an unparsable size gives 0).

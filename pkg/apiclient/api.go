@@ -62,7 +62,10 @@ type Config struct {
 	Reserved v1.ResourceList
 	// NodeStatusUpdateFrequency is the kubelet's setting (default 10s).
 	NodeStatusUpdateFrequency time.Duration
-	Logger                    *slog.Logger
+	// NetworkCondition reports NetworkUnavailable when the agent owns the
+	// pod network (nil: left alone).
+	NetworkCondition func() v1.NodeCondition
+	Logger           *slog.Logger
 }
 
 // API is every API-side component of the agent, assembled.
@@ -94,7 +97,7 @@ func New(cfg Config) (*API, error) {
 		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
 		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
-		UpdateFrequency: cfg.NodeStatusUpdateFrequency, Logger: cfg.Logger,
+		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, Logger: cfg.Logger,
 	}); err != nil {
 		return nil, err
 	}

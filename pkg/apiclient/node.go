@@ -81,8 +81,12 @@ type NodeConfig struct {
 	// status.daemonEndpoints.kubeletEndpoint: where the API server sends
 	// logs, exec and port-forward requests (0: none).
 	KubeletPort int32
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// NetworkCondition, when set, reports NetworkUnavailable (the agent
+	// owns the pod network: --network-plugin=kubenet); otherwise the
+	// condition is left to whoever sets it.
+	NetworkCondition func() v1.NodeCondition
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // NodeStatus registers the Node and keeps its status current.
@@ -91,6 +95,7 @@ type NodeStatus struct {
 	log        *slog.Logger
 	lastReport time.Time
 	registered chan struct{}
+	kick       chan struct{}
 }
 
 // NewNodeStatus checks cfg and applies the defaults.
@@ -113,7 +118,7 @@ func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &NodeStatus{cfg: cfg, log: cfg.Logger.With("component", "nodestatus"), registered: make(chan struct{})}, nil
+	return &NodeStatus{cfg: cfg, log: cfg.Logger.With("component", "nodestatus"), registered: make(chan struct{}), kick: make(chan struct{}, 1)}, nil
 }
 
 // SetKubeletPort sets NodeConfig.KubeletPort for a NodeStatus built by
@@ -146,10 +151,20 @@ func (n *NodeStatus) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := n.sync(ctx); err != nil && ctx.Err() == nil {
-				n.log.Warn("update node status", "err", err)
-			}
+		case <-n.kick:
 		}
+		if err := n.sync(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("update node status", "err", err)
+		}
+	}
+}
+
+// Trigger checks the status now rather than at the next period (a
+// condition changed).
+func (n *NodeStatus) Trigger() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -276,6 +291,9 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: ReasonNoDiskPressure, Message: messageNoDiskPressure},
 		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: ReasonSufficientPID, Message: messageSufficientPID},
 		ready,
+	}
+	if n.cfg.NetworkCondition != nil {
+		conds = append(conds, n.cfg.NetworkCondition())
 	}
 	for _, c := range conds {
 		c.LastHeartbeatTime, c.LastTransitionTime = now, now

@@ -241,3 +241,32 @@ func TestRegisterNodeWithLabelsMaxPodsAndReservations(t *testing.T) {
 		t.Errorf("capacity cpu = %s, want 2 (reservations only lower allocatable)", &c)
 	}
 }
+
+// With the agent owning the pod network, NetworkUnavailable is reported
+// as the network says; otherwise it is not touched.
+func TestNodeStatusNetworkCondition(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	n, cs := newTestNode(t, rt, newClock())
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Type != "" {
+		t.Fatalf("NetworkUnavailable without a network owner: %+v", c)
+	}
+	unavailable := v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: "NoRouteCreated", Message: "waiting"}
+	n.cfg.NetworkCondition = func() v1.NodeCondition { return unavailable }
+	if err := n.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Status != v1.ConditionTrue || c.Reason != "NoRouteCreated" || c.Message != "waiting" {
+		t.Fatalf("NetworkUnavailable = %+v", c)
+	}
+	unavailable = v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated"}
+	if err := n.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Status != v1.ConditionFalse || c.Reason != "RouteCreated" {
+		t.Fatalf("NetworkUnavailable after the network is up = %+v", c)
+	}
+}

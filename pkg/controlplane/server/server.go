@@ -218,6 +218,7 @@ func Run(ctx context.Context, cfg Config) error {
 			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM, Signer: p})
 	})
 	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
+	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
 	g.Go(func() error {
 		<-gctx.Done()
 		waitBounded(&clients, cfg.ShutdownTimeout)

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/network"
+)
+
+// kubenet's names: its network and bridge (the kubelet's kubenet used
+// cbr0). The file sorts before other configurations in the directory,
+// so the runtime, which loads the first, takes it.
+const (
+	kubenetNetwork = "kubenet"
+	kubenetBridge  = "cbr0"
+	kubenetFile    = "05-kubenet.conflist"
+)
+
+// newKubenet builds the agent's own pod network (--network-plugin=kubenet,
+// joined only); nil otherwise. onReady is called when the network first
+// becomes ready.
+func newKubenet(o Options, rc *rest.Config, nodeName string, onReady func(), log *slog.Logger) (*network.Kubenet, error) {
+	if o.Flags.NetworkPlugin != agentconfig.NetworkPluginKubenet {
+		return nil, nil
+	}
+	if rc == nil {
+		return nil, fmt.Errorf("--network-plugin=%s needs an API server (--kubeconfig): the pod CIDR is the Node's", agentconfig.NetworkPluginKubenet)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubenet API client: %w", err)
+	}
+	log = log.With("component", "kubenet")
+	w, err := network.NewConfigWriter(network.ConfigWriterConfig{
+		Dir: o.Flags.CNIConfDir, FileName: kubenetFile, BinDirs: o.Flags.CNIBinDirs, Logger: log,
+		CNI: network.CNIConfig{
+			NetworkName: kubenetNetwork, Bridge: kubenetBridge, MTU: o.Flags.NetworkPluginMTU,
+			HairpinMode: true, IPMasq: true, DataDir: filepath.Join(o.Flags.RootDir, "cni", "networks"),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	routes, err := network.NewRoutes(network.RoutesConfig{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return network.NewKubenet(network.KubenetConfig{
+		Client: client, NodeName: nodeName, Writer: w, Routes: routes, Logger: log, OnReady: onReady,
+	})
+}

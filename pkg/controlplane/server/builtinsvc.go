@@ -1,0 +1,168 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent/nodeagent/pkg/netutil"
+)
+
+// KubeDNSServiceIP is the cluster DNS service's address, kubeadm's: the
+// tenth of the service range. Agents that run the service proxy give it
+// to pods as their nameserver.
+const KubeDNSServiceIP = "10.96.0.10"
+
+// builtinReconcileInterval is how often the built-in endpoints are put
+// back (kube-apiserver's endpoint reconciler runs every 10s).
+const builtinReconcileInterval = 10 * time.Second
+
+// managedByServer marks the EndpointSlices the server writes itself (the
+// endpointslice controller leaves slices of selector-less services alone).
+const managedByServer = "nodeagent-server"
+
+// builtinEndpoint is one selector-less service the server points at
+// itself: default/kubernetes (the API) and kube-system/kube-dns.
+type builtinEndpoint struct {
+	namespace, name string
+	ip              string
+	ports           []v1.EndpointPort
+}
+
+// builtinEndpoints plans what the server points at itself: the API
+// server's address and secure port, and the DNS server when it serves on
+// port 53 of an address pods reach.
+func (c *Config) builtinEndpoints() []builtinEndpoint {
+	ip := c.advertiseIP()
+	if ip == "" {
+		return nil
+	}
+	out := []builtinEndpoint{{namespace: metav1.NamespaceDefault, name: "kubernetes", ip: ip,
+		ports: []v1.EndpointPort{{Name: "https", Port: int32(c.SecurePort), Protocol: v1.ProtocolTCP}}}}
+	if dnsIP := c.ClusterDNSIP(); dnsIP != "" {
+		out = append(out, builtinEndpoint{namespace: metav1.NamespaceSystem, name: "kube-dns", ip: dnsIP,
+			ports: []v1.EndpointPort{{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: v1.ProtocolTCP}}})
+	}
+	return out
+}
+
+// advertiseIP is where pods reach the API server: the bind address when
+// it names one, else this host's IP.
+func (c *Config) advertiseIP() string {
+	if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() {
+		if ip.IsLoopback() {
+			return ""
+		}
+		return ip.String()
+	}
+	return netutil.HostIP()
+}
+
+// kubeDNSService is the kube-system/kube-dns Service, as kubeadm's
+// CoreDNS add-on names it, without a selector: its endpoint is the server.
+func kubeDNSService() *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem, Labels: map[string]string{
+			"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS",
+		}},
+		Spec: v1.ServiceSpec{
+			ClusterIP: KubeDNSServiceIP,
+			Ports: []v1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+			},
+		},
+	}
+}
+
+func (b builtinEndpoint) endpoints() *v1.Endpoints {
+	return &v1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace},
+		Subsets:    []v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: b.ip}}, Ports: b.ports}},
+	}
+}
+
+func (b builtinEndpoint) slice() *discoveryv1.EndpointSlice {
+	ready := true
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: b.name, discoveryv1.LabelManagedBy: managedByServer,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{b.ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	for _, p := range b.ports {
+		s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: &p.Name, Port: &p.Port, Protocol: &p.Protocol})
+	}
+	return s
+}
+
+// runBuiltinEndpoints keeps the built-in services' endpoints until ctx
+// ends.
+func runBuiltinEndpoints(ctx context.Context, cfg Config, client kubernetes.Interface, log *slog.Logger) error {
+	want := cfg.builtinEndpoints()
+	if len(want) == 0 {
+		log.Info("no address pods can reach: default/kubernetes gets no endpoints", "bindAddress", cfg.BindAddress)
+		return nil
+	}
+	t := time.NewTicker(builtinReconcileInterval)
+	defer t.Stop()
+	for {
+		for _, b := range want {
+			if err := ensureBuiltin(ctx, client, b); err != nil && ctx.Err() == nil {
+				log.Warn("built-in service endpoints", "service", b.namespace+"/"+b.name, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func ensureBuiltin(ctx context.Context, client kubernetes.Interface, b builtinEndpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if b.name == "kube-dns" {
+		_, err := client.CoreV1().Services(b.namespace).Create(ctx, kubeDNSService(), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create service (clusterIP %s): %w", KubeDNSServiceIP, err)
+		}
+	}
+	ep := b.endpoints()
+	cur, err := client.CoreV1().Endpoints(b.namespace).Get(ctx, b.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = client.CoreV1().Endpoints(b.namespace).Create(ctx, ep, metav1.CreateOptions{})
+	case err == nil && !equality.Semantic.DeepEqual(cur.Subsets, ep.Subsets):
+		cur.Subsets = ep.Subsets
+		_, err = client.CoreV1().Endpoints(b.namespace).Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("endpoints: %w", err)
+	}
+	sl := b.slice()
+	curSl, err := client.DiscoveryV1().EndpointSlices(b.namespace).Get(ctx, b.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = client.DiscoveryV1().EndpointSlices(b.namespace).Create(ctx, sl, metav1.CreateOptions{})
+	case err == nil && (!equality.Semantic.DeepEqual(curSl.Endpoints, sl.Endpoints) || !equality.Semantic.DeepEqual(curSl.Ports, sl.Ports)):
+		curSl.Endpoints, curSl.Ports, curSl.Labels = sl.Endpoints, sl.Ports, sl.Labels
+		_, err = client.DiscoveryV1().EndpointSlices(b.namespace).Update(ctx, curSl, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("endpoint slice: %w", err)
+	}
+	return nil
+}
