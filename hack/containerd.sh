@@ -15,6 +15,16 @@
 #         and /run/nodeagent-test, CNI network "nodeagent-test" on bridge natest0, 10.89.0.0/16;
 #   test2 the same as test with "test2" in the names, bridge natest1, 10.90.0.0/16: the
 #         second node of multi-node tests.
+#   node1 .. node9
+#         the nodes of multi-node networking tests: the same layout as test with "nodeN"
+#         in the names, but containerd runs in its own network namespace natest-nodeN,
+#         whose eth0 (10.99.0.(10+N)/24, default route via 10.99.0.1) is the peer of the
+#         veth natvN on the host bridge natestbr (10.99.0.1/24; created by the first node,
+#         deleted with the last). Its CNI conf dir /var/lib/nodeagent-nodeN/cni/net.d starts
+#         empty: the agent writes the network config from its Node's pod CIDR (until then
+#         CRI reports NetworkReady=false). stop also deletes the namespace (and with it the
+#         veth, the pods' bridge and every iptables rule made inside) and the processes
+#         still running in it.
 # They are independent (own socket, ttrpc socket, root, state, runc root, CNI config and
 # IPAM store) and may run at the same time.
 #
@@ -30,7 +40,7 @@ PAUSE_IMAGE="localhost/nodeagent/pause:3.10"
 CNI_BIN_DIR=/usr/lib/cni
 
 usage() {
-	echo "usage: $0 {start|stop [--purge]|status} {main|test|test2}" >&2
+	echo "usage: $0 {start|stop [--purge]|status} {main|test|test2|node1..node9}" >&2
 	exit 2
 }
 
@@ -82,11 +92,46 @@ test | test2)
 	SUBNET=10.$((89 + N)).0.0/16
 	NETWORK=nodeagent-$INSTANCE
 	;;
+node[1-9])
+	# A node of multi-node networking tests: the test layout, plus a network namespace.
+	N=${INSTANCE#node}
+	SOCK=/run/nodeagent-$INSTANCE/containerd.sock
+	CD_ROOT=/var/lib/nodeagent-$INSTANCE/containerd
+	CD_STATE=/run/nodeagent-$INSTANCE/state
+	CONF_DIR=/run/nodeagent-$INSTANCE
+	CONFIG=$CONF_DIR/config.toml
+	CERTS_DIR=/var/lib/nodeagent-$INSTANCE/certs.d
+	CNI_CONF_DIR=/var/lib/nodeagent-$INSTANCE/cni/net.d
+	DATA_DIR=/var/lib/nodeagent-$INSTANCE
+	RUN_DIR=/run/nodeagent-$INSTANCE
+	PIDFILE=$RUN_DIR/containerd.pid
+	# No CNI network of ours: the agent renders it into CNI_CONF_DIR.
+	BRIDGE="" SUBNET="" NETWORK=""
+	NETNS=natest-$INSTANCE
+	NODE_IP=10.99.0.$((10 + N))
+	HOST_VETH=natv$N
+	;;
 *) usage ;;
 esac
 LOG=$DATA_DIR/containerd.log
 IPAM_DIR=$DATA_DIR/cni/ipam
 RUNC_ROOT=$CD_STATE/runc
+
+# The node network: one host bridge for all node instances, the host's address on it is
+# every node's default gateway (and where a control plane on the host must listen).
+NODE_BRIDGE=natestbr
+NODE_GW=10.99.0.1
+NODE_PREFIX=24
+NODE_NET=10.99.0.0/$NODE_PREFIX
+# Serialises bridge creation and deletion between nodes started or stopped in parallel.
+NODE_LOCK=/run/nodeagent-natestbr.lock
+NETNS=${NETNS:-}
+# IN_NS runs a command in the instance's network namespace, in the host's mount namespace:
+# not `ip netns exec`, which also unshares the mount namespace, so that tmpfs volumes the
+# agent mounts would be invisible to containerd and runc (and theirs to the agent and to
+# this script's unmount_ours). nsenter execs the command in place: its pid stays the same.
+IN_NS=()
+[[ -z $NETNS ]] || IN_NS=(nsenter "--net=/run/netns/$NETNS")
 
 # answers: containerd's API answers on $SOCK.
 answers() {
@@ -207,6 +252,15 @@ disabled_plugins = [
 EOF
 	mv "$CONFIG.tmp" "$CONFIG"
 
+	if [[ -z $NETWORK ]]; then
+		# A node instance: its agent writes the network config. Start without one (and
+		# with an empty IPAM store) unless containers of an earlier run still live.
+		if [[ -z $(our_shims) ]]; then
+			rm -rf "${CNI_CONF_DIR:?}"/* "${IPAM_DIR:?}"/*
+		fi
+		return
+	fi
+
 	# CNI: bridge + host-local (own IPAM store per instance) + portmap. The reference
 	# plugins 1.1.1 support CNI spec 1.0.0; containerd adds loopback itself.
 	cat >"$CNI_CONF_DIR/10-$NETWORK.conflist.tmp" <<EOF
@@ -258,7 +312,126 @@ snapshotter_in_use() {
 	echo "${s:-${SNAPSHOTTER:-overlayfs}}"
 }
 
+# netns_live: /run/netns/$NETNS is a mounted network namespace (not a stale file).
+netns_live() {
+	[[ -e /run/netns/$NETNS ]] && nsenter "--net=/run/netns/$NETNS" true 2>/dev/null
+}
+
+# in_our_netns PID: PID runs in the network namespace /run/netns/$NETNS.
+in_our_netns() {
+	netns_live || return 1
+	[[ $(readlink "/proc/$1/ns/net" 2>/dev/null) == "net:[$(stat -L -c %i "/run/netns/$NETNS")]" ]]
+}
+
+# lock_node_net: takes the lock that serialises work on the shared bridge (held until
+# flock -u, or until the script exits, say on die).
+lock_node_net() {
+	exec {NODE_LOCK_FD}>"$NODE_LOCK"
+	flock "$NODE_LOCK_FD"
+}
+
+# ensure_node_net: makes the node's network as the header describes. It reuses what is
+# already right (a running node, or the leftovers of a crashed run) and recreates the
+# veth pair unless its two ends are each other's peers.
+ensure_node_net() {
+	command -v nsenter >/dev/null || die "nsenter (util-linux) is not installed"
+	lock_node_net
+	# Refuse to shadow a network the host already uses.
+	local dev
+	dev=$(ip -4 -o route show exact "$NODE_NET" | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
+	[[ -z $dev || $dev == "$NODE_BRIDGE" ]] || die "the host already routes $NODE_NET via $dev"
+	dev=$(ip -4 -o addr show to "$NODE_GW/32" | awk '{print $2}' | head -1)
+	[[ -z $dev || $dev == "$NODE_BRIDGE" ]] || die "the host already has $NODE_GW on $dev"
+
+	if ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
+		ip link add "$NODE_BRIDGE" type bridge
+		log "created bridge $NODE_BRIDGE"
+	fi
+	ip addr replace "$NODE_GW/$NODE_PREFIX" dev "$NODE_BRIDGE"
+	ip link set "$NODE_BRIDGE" up
+
+	if ! netns_live; then
+		# A file left without its namespace mount (or nothing): start afresh.
+		ip netns delete "$NETNS" 2>/dev/null || true
+		ip netns add "$NETNS"
+		log "created network namespace $NETNS"
+	fi
+
+	# The host end's ifindex is what `ip -o link` shows after eth0@if in the namespace.
+	local idx
+	idx=$(cat "/sys/class/net/$HOST_VETH/ifindex" 2>/dev/null) || idx=""
+	if [[ -z $idx ]] || ! ip -n "$NETNS" -o link show dev eth0 2>/dev/null | grep -q "^[0-9]*: eth0@if$idx:"; then
+		ip link delete "$HOST_VETH" 2>/dev/null || true
+		ip -n "$NETNS" link delete eth0 2>/dev/null || true
+		ip link add "$HOST_VETH" type veth peer name eth0 netns "$NETNS"
+		log "created veth $HOST_VETH on $NODE_BRIDGE, peer eth0 in $NETNS"
+	fi
+	ip link set "$HOST_VETH" master "$NODE_BRIDGE" up
+	ip -n "$NETNS" link set lo up
+	ip -n "$NETNS" addr replace "$NODE_IP/$NODE_PREFIX" dev eth0
+	ip -n "$NETNS" link set eth0 up
+	ip -n "$NETNS" route replace default via "$NODE_GW" dev eth0
+	# A node routes its pods' traffic; a new namespace inherits the host's setting on
+	# some kernels and not on others.
+	"${IN_NS[@]}" sysctl -qw net.ipv4.ip_forward=1
+	flock -u "$NODE_LOCK_FD"
+}
+
+# teardown_node_net: deletes the node's namespace and veth, after ending the processes
+# still in the namespace (an agent, a test's helper: they belong to the node and would
+# keep the namespace alive), and the bridge once no link is left on it.
+teardown_node_net() {
+	lock_node_net
+	if netns_live; then
+		local pids
+		pids=$(ip netns pids "$NETNS" 2>/dev/null | tr '\n' ' ')
+		if [[ -n ${pids// /} ]]; then
+			log "ending process(es) left in $NETNS: $pids"
+			# shellcheck disable=SC2086 # a list of pids
+			kill -TERM $pids 2>/dev/null || true
+			local i
+			for ((i = 0; i < 50; i++)); do
+				[[ -z $(ip netns pids "$NETNS" 2>/dev/null) ]] && break
+				sleep 0.1
+			done
+			pids=$(ip netns pids "$NETNS" 2>/dev/null | tr '\n' ' ')
+			# shellcheck disable=SC2086
+			[[ -z ${pids// /} ]] || kill -KILL $pids 2>/dev/null || true
+		fi
+	fi
+	# Deleting the host end deletes its peer: no need to wait for the namespace's
+	# asynchronous destruction before looking at the bridge.
+	if ip link show "$HOST_VETH" >/dev/null 2>&1; then
+		ip link delete "$HOST_VETH" && log "deleted veth $HOST_VETH"
+	fi
+	if [[ -e /run/netns/$NETNS ]]; then
+		ip netns delete "$NETNS" && log "deleted network namespace $NETNS"
+	fi
+	if ip link show "$NODE_BRIDGE" >/dev/null 2>&1 && [[ -z $(ip -o link show master "$NODE_BRIDGE") ]]; then
+		ip link delete "$NODE_BRIDGE" && log "deleted bridge $NODE_BRIDGE (no node left on it)"
+	fi
+	flock -u "$NODE_LOCK_FD"
+}
+
+# node_info: says where a node instance is on the node network.
+node_info() {
+	[[ -n $NETNS ]] || return 0
+	if netns_live; then
+		log "node IP $NODE_IP in network namespace $NETNS (veth $HOST_VETH on $NODE_BRIDGE, gateway $NODE_GW)"
+	else
+		log "warning: network namespace $NETNS is missing"
+	fi
+}
+
 start() {
+	if [[ -n $NETNS ]]; then
+		local running
+		if running=$(our_pid); then
+			in_our_netns "$running" ||
+				die "containerd (pid $running) does not run in network namespace $NETNS; stop $INSTANCE first"
+		fi
+		ensure_node_net
+	fi
 	if answers; then
 		local pid
 		if pid=$(our_pid); then
@@ -267,6 +440,7 @@ start() {
 			log "a containerd already answers on $SOCK (not started by us): leaving it alone"
 		fi
 		import_images "$(snapshotter_in_use)"
+		node_info
 		return
 	fi
 	command -v containerd >/dev/null || die "containerd is not installed (run hack/setup.sh)"
@@ -281,7 +455,8 @@ start() {
 		echo "=== $(date -Is) start" >>"$LOG"
 		# setsid: own session, so it outlives this script and its terminal.
 		# shellcheck disable=SC2016 # expanded by the inner bash
-		setsid -f bash -c 'echo $$ >"$1"; exec containerd --config "$2" >>"$3" 2>&1 </dev/null' \
+		# IN_NS: a node's containerd (and so its CNI plugins and pods) lives in its namespace.
+		setsid -f "${IN_NS[@]}" bash -c 'echo $$ >"$1"; exec containerd --config "$2" >>"$3" 2>&1 </dev/null' \
 			_ "$PIDFILE" "$CONFIG" "$LOG"
 		local i
 		for ((i = 0; i < 50; i++)); do
@@ -308,6 +483,7 @@ start() {
 	t1=$(date +%s%N)
 	log "CRI answers on $SOCK after $(((t1 - t0) / 1000000)) ms"
 	import_images "$snapshotter"
+	node_info
 }
 
 # kill_containers: kills every container in this instance's runc root (the pause and
@@ -324,21 +500,29 @@ kill_containers() {
 	done
 }
 
-# kill_shims: SIGKILLs the containerd-shim-runc-v2 processes whose -address is $SOCK.
-kill_shims() {
-	local p args n=0
+# our_shims: prints the pids of the containerd-shim-runc-v2 processes whose -address is $SOCK.
+our_shims() {
+	local p args
 	for p in /proc/[0-9]*; do
 		[[ -r $p/cmdline ]] || continue
 		mapfile -d '' -t args <"$p/cmdline" 2>/dev/null || continue
 		((${#args[@]})) || continue
 		[[ ${args[0]##*/} == containerd-shim-runc-v2 ]] || continue
-		local i ours=0
+		local i
 		for ((i = 1; i < ${#args[@]}; i++)); do
-			if [[ ${args[i]} == -address && ${args[i + 1]:-} == "$SOCK" ]]; then ours=1; fi
+			if [[ ${args[i]} == -address && ${args[i + 1]:-} == "$SOCK" ]]; then
+				echo "${p#/proc/}"
+				break
+			fi
 		done
-		if ((ours)); then
-			kill -KILL "${p#/proc/}" 2>/dev/null && n=$((n + 1))
-		fi
+	done
+}
+
+# kill_shims: SIGKILLs our_shims.
+kill_shims() {
+	local pid n=0
+	for pid in $(our_shims); do
+		kill -KILL "$pid" 2>/dev/null && n=$((n + 1))
 	done
 	((n == 0)) || log "killed $n leftover shim(s)"
 }
@@ -361,6 +545,12 @@ unmount_ours() {
 # cannot remove them), empties its host-local IPAM store and, for the test instances,
 # deletes the bridge.
 cleanup_network() {
+	if [[ -n $NETNS ]]; then
+		# Everything a node's CNI plugins made (bridge, iptables) lives in its namespace.
+		rm -rf "${CNI_CONF_DIR:?}"/* "${IPAM_DIR:?}"/*
+		teardown_node_net
+		return
+	fi
 	command -v iptables >/dev/null || return 0
 	local table rule chain n=0
 	local -A chains=()
@@ -435,6 +625,7 @@ status() {
 		else
 			log "answers on $SOCK (not started by this script), $cri"
 		fi
+		[[ -z $NETNS ]] || node_info
 	else
 		if [[ -n $pid ]]; then
 			log "process $pid running but $SOCK does not answer"

@@ -29,9 +29,16 @@ type Agent struct {
 	RootDir     string
 	LogsDir     string // the agent's podLogsDir
 	NodeName    string
-	Port        int // read-only port
-	SecurePort  int // the authenticated node API (the kubelet's 10250)
-	ExtraArgs   []string
+	// Port is the read-only port, on 127.0.0.1 of the agent's network
+	// namespace: for an agent on a node instance, reach it with HTTPClient.
+	Port int
+	// SecurePort is the authenticated node API (the kubelet's 10250), on
+	// all addresses: SecureAddr says where the host reaches it.
+	SecurePort int
+	ExtraArgs  []string
+
+	inst   Instance
+	client *http.Client // dials in inst's network namespace
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -51,19 +58,26 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 		RootDir:     filepath.Join(dir, "root"),
 		LogsDir:     filepath.Join(dir, "pods-logs"),
 		NodeName:    "e2e-node",
+		inst:        inst,
+		client:      http.DefaultClient,
 		logs:        &syncBuffer{},
+	}
+	if inst.NetNS != "" {
+		a.client = &http.Client{Transport: &http.Transport{DialContext: inst.DialContext}}
 	}
 	for _, d := range []string{a.ManifestDir, a.RootDir, a.LogsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	port, err := freePort()
+	// Ports are per network namespace: an agent on a node instance gets
+	// ports free in its namespace, not the host's.
+	port, err := inst.freePort()
 	if err != nil {
 		return nil, err
 	}
 	a.Port = port
-	if a.SecurePort, err = freePort(); err != nil {
+	if a.SecurePort, err = inst.freePort(); err != nil {
 		return nil, err
 	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -90,12 +104,21 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Start runs the agent and waits until its read-only API answers.
+// Start runs the agent and waits until its read-only API answers. On a
+// node instance the agent runs in the node's network namespace with
+// --node-ip set to the node's address (before ExtraArgs, which may
+// override it).
 func (a *Agent) Start() error {
 	a.mu.Lock()
-	args := append([]string{"agent", "--config", filepath.Join(a.Dir, "config.yaml"),
-		"--root-dir", a.RootDir, "--hostname-override", a.NodeName}, a.ExtraArgs...)
-	cmd := exec.Command(a.Bin, args...)
+	args := []string{"agent", "--config", filepath.Join(a.Dir, "config.yaml"),
+		"--root-dir", a.RootDir, "--hostname-override", a.NodeName}
+	if a.inst.NodeIP != "" {
+		args = append(args, "--node-ip", a.inst.NodeIP)
+	}
+	args = append(args, a.ExtraArgs...)
+	// inst.Command execs the agent in place (nsenter), so cmd.Process is
+	// the agent itself: Stop's SIGTERM and Pdeathsig reach it.
+	cmd := a.inst.Command(context.Background(), a.Bin, args...)
 	cmd.Stdout, cmd.Stderr = a.logs, a.logs
 	// Own process group: a Ctrl-C meant for the test does not reach the agent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -145,6 +168,25 @@ func (a *Agent) Stop() error {
 	}
 }
 
+// HTTPClient returns a client that connects from the agent's network
+// namespace, so that http://127.0.0.1:<Port>/... reaches the read-only API
+// (and anything else on the node's loopback) of an agent on a node
+// instance; for the other instances it is http.DefaultClient.
+func (a *Agent) HTTPClient() *http.Client { return a.client }
+
+// SecureAddr is host:port of the node API as the host reaches it: the
+// node's IP on a node instance, else 127.0.0.1.
+func (a *Agent) SecureAddr() string {
+	host := "127.0.0.1"
+	if a.inst.NodeIP != "" {
+		host = a.inst.NodeIP
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.SecurePort))
+}
+
+// Instance is the containerd instance the agent runs on.
+func (a *Agent) Instance() Instance { return a.inst }
+
 // AppendConfig adds KubeletConfiguration lines to the agent's config file
 // (before Start).
 func (a *Agent) AppendConfig(lines string) error {
@@ -185,7 +227,7 @@ func (a *Agent) Pods() ([]v1.Pod, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(a.Port)+"/pods", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,12 @@ type Instance struct {
 	Name       string // hack/containerd.sh's INSTANCE
 	Socket     string
 	CgroupRoot string
+	// NetNS is the network namespace (under /run/netns) the instance's
+	// containerd, and so its agent and pods, run in; NodeIP is the node's
+	// address there. Both are empty for the instances on the host's network
+	// (main, test, test2). See NodeInstance.
+	NetNS  string
+	NodeIP string
 }
 
 // TestInstance is the "test" instance every end-to-end test uses;
@@ -54,7 +60,7 @@ func StartContainerd() (stop func() error, err error) { return TestInstance.Star
 // started it.
 func (i Instance) Start() (stop func() error, err error) {
 	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
-	wasRunning := exec.Command("bash", script, "status", i.Name).Run() == nil
+	wasRunning := i.running()
 	out, err := exec.Command("bash", script, "start", i.Name).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("start %s containerd: %v\n%s", i.Name, err, out)
@@ -62,13 +68,25 @@ func (i Instance) Start() (stop func() error, err error) {
 	if wasRunning {
 		return func() error { return nil }, nil
 	}
-	return func() error {
-		out, err := exec.Command("bash", script, "stop", i.Name).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("stop %s containerd: %v\n%s", i.Name, err, out)
-		}
-		return nil
-	}, nil
+	return i.stop, nil
+}
+
+// stop runs hack/containerd.sh stop: for a node instance that also deletes
+// its network namespace, veth and, with the last node, the bridge.
+func (i Instance) stop() error {
+	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
+	out, err := exec.Command("bash", script, "stop", i.Name).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("stop %s containerd: %v\n%s", i.Name, err, out)
+	}
+	return nil
+}
+
+// running says whether hack/containerd.sh status finds the instance's
+// socket answering.
+func (i Instance) running() bool {
+	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
+	return exec.Command("bash", script, "status", i.Name).Run() == nil
 }
 
 // DialCRI connects to the test instance.

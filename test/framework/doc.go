@@ -2,5 +2,8 @@
 // the real runtime: it starts the dedicated "test" containerd instance,
 // builds and runs the nodeagent binary with its own root, manifest and log
 // directories, serves test images from an in-process OCI registry, and
-// reads pods back through the agent's read-only API and the CRI.
+// reads pods back through the agent's read-only API and the CRI. For
+// multi-node networking tests, NodeInstance gives containerd instances in
+// network namespaces of their own on a host bridge; an agent on one runs in
+// that namespace with the node's IP.
 package framework
