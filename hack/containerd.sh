@@ -94,6 +94,10 @@ test | test2)
 	;;
 node[1-9])
 	# A node of multi-node networking tests: the test layout, plus a network namespace.
+	# Its state is always purged on stop: a sandbox left in containerd's metadata could
+	# not be removed on the next start, when the CNI configuration (which stop empties,
+	# the agent writes it) is gone.
+	PURGE=1
 	N=${INSTANCE#node}
 	SOCK=/run/nodeagent-$INSTANCE/containerd.sock
 	CD_ROOT=/var/lib/nodeagent-$INSTANCE/containerd

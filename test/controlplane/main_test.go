@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
+	"github.com/nodeagent/nodeagent/test/framework"
 )
 
 const (
@@ -26,9 +27,8 @@ const (
 	stopTimeout    = 30 * time.Second
 )
 
-// kubectlVersion is stamped into the binary as release builds do, so that
-// `kubectl version` can compare client and server versions.
-const kubectlVersion = "v1.37.2"
+// kubectlVersion is stamped into the test kubectl.
+const kubectlVersion = framework.KubectlVersion
 
 var (
 	workDir     string // temp root: kubectl, HOME (kubectl's cache), data dirs
@@ -65,18 +65,12 @@ func runMain(m *testing.M) int {
 }
 
 func buildKubectl() error {
-	kubectlBin = filepath.Join(workDir, "kubectl")
-	var ldflags []string
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		ldflags = append(ldflags, "-X", pkg+".gitVersion="+kubectlVersion,
-			"-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor=37")
-	}
 	begin := time.Now()
-	cmd := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", kubectlBin, "./test/kubectl")
-	cmd.Dir = filepath.Join("..", "..") // the module root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building kubectl: %v\n%s", err, out)
+	bin, err := framework.BuildKubectl(workDir)
+	if err != nil {
+		return err
 	}
+	kubectlBin = bin
 	fmt.Fprintf(os.Stderr, "built kubectl in %s\n", time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }

@@ -3,7 +3,6 @@ package flow
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,32 +11,12 @@ import (
 	"time"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
-	"github.com/nodeagent/nodeagent/test/framework"
 )
-
-// kubectlVersion is stamped into kubectl as release builds do.
-const kubectlVersion = "v1.37.2"
 
 var (
 	kubectlBin  string
 	kubectlHome string // HOME for kubectl (its discovery cache)
 )
-
-// buildKubectl builds upstream kubectl from ./test/kubectl into dir.
-func buildKubectl(dir string) (string, error) {
-	bin := filepath.Join(dir, "kubectl")
-	var ldflags []string
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		ldflags = append(ldflags, "-X", pkg+".gitVersion="+kubectlVersion,
-			"-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor=37")
-	}
-	cmd := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./test/kubectl")
-	cmd.Dir = framework.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build kubectl: %v\n%s", err, out)
-	}
-	return bin, nil
-}
 
 // kubectl runs kubectl as the admin; it logs the command and its output.
 func kubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {

@@ -7,15 +7,12 @@ package flow
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
@@ -59,7 +56,7 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
-	if kubectlBin, err = buildKubectl(work); err != nil {
+	if kubectlBin, err = framework.BuildKubectl(work); err != nil {
 		fmt.Println(err)
 		return 1
 	}
@@ -86,54 +83,15 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// startControlPlane runs server.Run on free loopback ports until stop.
+// startControlPlane runs the control plane on free loopback ports until
+// stop.
 func startControlPlane(dir string) (stop func() error, err error) {
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = framework.NewFreePort(); err != nil {
-			return nil, err
-		}
-	}
-	dataDir = dir
-	serverURL = "https://127.0.0.1:" + strconv.Itoa(ports[0])
-	ready := make(chan struct{})
-	cfg := server.Config{
-		DataDir: dir, SecurePort: ports[0], BindAddress: "127.0.0.1",
-		EtcdClientPort: ports[1], EtcdPeerPort: ports[2], DisableAgent: true,
-		MetricResolution: time.Second, // kubectl top needs two scrapes
-		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Ready:            ready,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- server.Run(ctx, cfg) }()
-	select {
-	case <-ready:
-	case err := <-errc:
-		cancel()
-		return nil, fmt.Errorf("control plane: %v", err)
-	case <-time.After(90 * time.Second):
-		cancel()
-		return nil, fmt.Errorf("control plane not ready after 90s")
-	}
-	stop = func() error {
-		cancel()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(60 * time.Second):
-			return fmt.Errorf("control plane did not stop")
-		}
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, server.KubeconfigFile))
-	if err == nil {
-		admin, err = kubernetes.NewForConfig(rc)
-	}
+	cp, err := framework.StartControlPlane(dir, "", nil)
 	if err != nil {
-		_ = stop()
 		return nil, err
 	}
-	return stop, nil
+	dataDir, serverURL, admin = cp.DataDir, cp.URL, cp.Admin
+	return cp.Stop, nil
 }
 
 // newAgent starts the agent joined to the API with a node credential.

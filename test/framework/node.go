@@ -87,6 +87,10 @@ func (i Instance) freePort() (int, error) {
 	return port, err
 }
 
+// CNIConfDir is the instance's CNI configuration directory (the runtime's
+// conf_dir), where an agent with --network-plugin=kubenet writes.
+func (i Instance) CNIConfDir() string { return "/var/lib/nodeagent-" + i.Name + "/cni/net.d" }
+
 func (i Instance) netnsPath() string { return "/run/netns/" + i.NetNS }
 
 func (i Instance) where() string {
