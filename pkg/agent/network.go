@@ -36,11 +36,16 @@ func newKubenet(o Options, rc *rest.Config, nodeName string, onReady func(), log
 		return nil, fmt.Errorf("kubenet API client: %w", err)
 	}
 	log = log.With("component", "kubenet")
+	masq, err := network.NewMasquerade()
+	if err != nil {
+		log.Warn("pod traffic to other nodes will be masqueraded by the bridge plugin", "err", err)
+		masq = nil
+	}
 	w, err := network.NewConfigWriter(network.ConfigWriterConfig{
 		Dir: o.Flags.CNIConfDir, FileName: kubenetFile, BinDirs: o.Flags.CNIBinDirs, Logger: log,
 		CNI: network.CNIConfig{
 			NetworkName: kubenetNetwork, Bridge: kubenetBridge, MTU: o.Flags.NetworkPluginMTU,
-			HairpinMode: true, IPMasq: true, DataDir: filepath.Join(o.Flags.RootDir, "cni", "networks"),
+			HairpinMode: true, IPMasq: masq == nil, DataDir: filepath.Join(o.Flags.RootDir, "cni", "networks"),
 		},
 	})
 	if err != nil {
@@ -51,6 +56,6 @@ func newKubenet(o Options, rc *rest.Config, nodeName string, onReady func(), log
 		return nil, err
 	}
 	return network.NewKubenet(network.KubenetConfig{
-		Client: client, NodeName: nodeName, Writer: w, Routes: routes, Logger: log, OnReady: onReady,
+		Client: client, NodeName: nodeName, Writer: w, Routes: routes, Masquerade: masq, Logger: log, OnReady: onReady,
 	})
 }

@@ -29,7 +29,10 @@ type KubenetConfig struct {
 	NodeName string
 	Writer   *ConfigWriter
 	Routes   *Routes
-	Logger   *slog.Logger
+	// Masquerade, when set, NATs pod traffic leaving the cluster (the
+	// CNI configuration then must not: IPMasq false).
+	Masquerade *Masquerade
+	Logger     *slog.Logger
 	// OnReady, when set, is called once the network first becomes ready
 	// (the node status is then sent without waiting for its period).
 	OnReady func()
@@ -137,6 +140,13 @@ func (k *Kubenet) sync(ctx context.Context) {
 	if routeErr != nil {
 		k.cfg.Logger.Error("routes to other nodes' pod CIDRs", "err", routeErr)
 	}
+	if k.cfg.Masquerade != nil {
+		src, dst := MasqueradePlan(cidrs, plan)
+		if err := k.cfg.Masquerade.Apply(ctx, src, dst); err != nil {
+			k.cfg.Logger.Error("masquerade rules", "err", err)
+			routeErr = errors.Join(routeErr, fmt.Errorf("masquerade rules: %w", err))
+		}
+	}
 	k.mu.Lock()
 	k.routeErr = routeErr
 	wasReady := k.ready
@@ -160,7 +170,7 @@ func (k *Kubenet) Condition() v1.NodeCondition {
 	routeErr := k.routeErr
 	k.mu.Unlock()
 	if ready && routeErr != nil {
-		ready, reason, msg = false, ReasonNoRouteCreated, oneLine(fmt.Sprintf("routes to other nodes: %v", routeErr))
+		ready, reason, msg = false, ReasonNoRouteCreated, oneLine(routeErr.Error())
 	}
 	c := v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: reason, Message: msg}
 	if ready {

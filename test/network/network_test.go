@@ -116,7 +116,7 @@ func TestMultiNodeNetwork(t *testing.T) {
 		}
 	})
 
-	apply(t, podOn("web1", nodes[0].name, webScript("web1"), `    ports: [{containerPort: 8080, hostPort: 18081}]
+	apply(t, podOn("web1", nodes[0].name, webScript("web1")+" & nc -ll -p 9000 -e netstat -tn", `    ports: [{containerPort: 8080, hostPort: 18081}]
 `))
 	apply(t, podOn("client2", nodes[1].name, "sleep 3600", ""))
 	web1 := waitPodIP(t, "web1")
@@ -130,6 +130,20 @@ func TestMultiNodeNetwork(t *testing.T) {
 		if !strings.Contains(out, "hello from web1") {
 			t.Errorf("client2 on %s fetching web1 (%s) on %s: %q", nodes[1].name, web1, nodes[0].name, out)
 		}
+	})
+	t.Run("pod addresses kept across nodes", func(t *testing.T) {
+		// web1 answers on 9000 with its own view of the connection.
+		client2 := waitPodIP(t, "client2")
+		waitFor(t, apiTimeout, "web1's answer on port 9000", func() (bool, error) {
+			out, stderr, err := kubectl(t, "exec", "client2", "--", "sh", "-c", fmt.Sprintf("sleep 2 | nc -w 5 %s 9000", web1))
+			if !strings.Contains(out, "ESTABLISHED") {
+				return false, fmt.Errorf("%v %s", err, stderr)
+			}
+			if !strings.Contains(out, client2+":") {
+				t.Fatalf("web1 does not see client2's address %s:\n%s", client2, out)
+			}
+			return true, nil
+		})
 	})
 	t.Run("hostPort on the node's address", func(t *testing.T) {
 		var d net.Dialer
