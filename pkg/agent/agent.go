@@ -253,6 +253,11 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	if p.kubenet != nil {
 		go func() { errc <- wrapServe("kubenet", p.kubenet.Run(ctx)) }()
 	}
+	if runProxy, err := newServiceProxy(o, p.rc, log); err != nil {
+		return err
+	} else if runProxy != nil {
+		go func() { errc <- wrapServe("service proxy", runProxy(ctx)) }()
+	}
 	if done, err := startNodeAPI(ctx, o, p, health); err != nil {
 		return err
 	} else if done != nil {

@@ -87,6 +87,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.NetworkPlugin, "network-plugin", f.NetworkPlugin, "\"kubenet\": the agent writes a bridge CNI configuration for its Node's spec.podCIDR, routes to the other nodes' pod CIDRs and reports NetworkUnavailable (joined only); empty leaves the runtime's CNI configuration alone.")
 	fs.StringVar(&f.CNIConfDir, "cni-conf-dir", f.CNIConfDir, "Directory the runtime reads CNI configurations from (with --network-plugin=kubenet).")
 	fs.StringSliceVar(&f.CNIBinDirs, "cni-bin-dir", f.CNIBinDirs, "Comma-separated directories of CNI plugin binaries (with --network-plugin=kubenet).")
+	fs.BoolVar(&f.ServiceProxy, "service-proxy", f.ServiceProxy, "Run the service proxy (kube-proxy's nftables mode) in the agent, joined only: Service ClusterIPs and NodePorts reach ready endpoints. Needs the nft binary.")
+	fs.StringVar(&f.ClusterCIDR, "cluster-cidr", f.ClusterCIDR, "Range of pod IPs: service traffic from outside it is masqueraded (with --service-proxy; empty: all of it).")
 	fs.IntVar(&f.NetworkPluginMTU, "network-plugin-mtu", f.NetworkPluginMTU, "MTU of the pod bridge; 0 is the plugin's default (with --network-plugin=kubenet).")
 }
 
@@ -97,6 +99,11 @@ func (f *Flags) Validate() error {
 	}
 	if f.NodeIP != "" && net.ParseIP(f.NodeIP) == nil {
 		return fmt.Errorf("--node-ip: invalid IP address %q", f.NodeIP)
+	}
+	if f.ClusterCIDR != "" {
+		if _, _, err := net.ParseCIDR(f.ClusterCIDR); err != nil {
+			return fmt.Errorf("--cluster-cidr: %w", err)
+		}
 	}
 	if f.NetworkPlugin != "" && f.NetworkPlugin != NetworkPluginKubenet {
 		return fmt.Errorf("--network-plugin: %q is not supported (only %q, or empty)", f.NetworkPlugin, NetworkPluginKubenet)

@@ -162,6 +162,13 @@ type Flags struct {
 	CNIBinDirs []string
 	// NetworkPluginMTU is the bridge's MTU (0: the plugin's default).
 	NetworkPluginMTU int
+	// ServiceProxy runs the service proxy (kube-proxy's job, nftables
+	// mode) in the agent: ClusterIPs and NodePorts of Services reach their
+	// ready endpoints. Default: false (a cluster may run kube-proxy).
+	ServiceProxy bool
+	// ClusterCIDR is the pods' range: service traffic from outside it is
+	// masqueraded (kube-proxy's --cluster-cidr; empty: all of it).
+	ClusterCIDR string
 }
 
 // NetworkPluginKubenet is the one network plugin the agent runs itself.

@@ -85,6 +85,14 @@ func NewConfigWriter(cfg ConfigWriterConfig) (*ConfigWriter, error) {
 // Path is the file the writer owns.
 func (w *ConfigWriter) Path() string { return w.path }
 
+// Bridge is the bridge device the configuration names.
+func (w *ConfigWriter) Bridge() string {
+	if w.cfg.CNI.Bridge == "" {
+		return DefaultBridge
+	}
+	return w.cfg.CNI.Bridge
+}
+
 // Sync renders the config for podCIDRs, validates it against the plugin
 // directories and writes it if it differs from the file in place. With no
 // pod CIDRs yet it writes nothing and returns no error: the node is simply

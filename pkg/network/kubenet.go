@@ -130,6 +130,8 @@ func (k *Kubenet) sync(ctx context.Context) {
 	}
 	if _, err := k.cfg.Writer.Sync(ctx, cidrs); err != nil {
 		k.cfg.Logger.Error("pod network configuration", "err", err)
+	} else if err := ClearBridgeAddresses(k.cfg.Writer.Bridge(), cidrs); err != nil {
+		k.cfg.Logger.Error("stale addresses on the pod bridge", "err", err)
 	}
 	all, err := k.nodes.List(labels.Everything())
 	if err != nil {

@@ -85,6 +85,9 @@ func run(m *testing.M) int {
 	cp, err = framework.StartControlPlane(filepath.Join(work, "server"), framework.NodeGatewayIP, func(c *server.Config) {
 		c.BindAddress = "0.0.0.0"
 		c.ExtraSANs = []string{framework.NodeGatewayIP}
+		// Cluster DNS on the node network's gateway; pods reach it at the
+		// kube-dns service IP through the agents' service proxy.
+		c.DNSAddress = framework.NodeGatewayIP + ":53"
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -115,7 +118,8 @@ func startAgent(t *testing.T, n *node) {
 	}
 	a.NodeName = n.name
 	a.ExtraArgs = []string{"--kubeconfig", kubeconfig, "--network-plugin=kubenet",
-		"--cni-conf-dir", n.inst.CNIConfDir(), "--cni-bin-dir", "/usr/lib/cni"}
+		"--cni-conf-dir", n.inst.CNIConfDir(), "--cni-bin-dir", "/usr/lib/cni",
+		"--service-proxy", "--cluster-cidr", "10.244.0.0/16", "--cluster-dns", server.KubeDNSServiceIP, "--cluster-domain", "cluster.local"}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}

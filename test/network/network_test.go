@@ -14,14 +14,20 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
-// podOn is a busybox pod pinned to a node, running script.
+// podOn is a busybox pod pinned to a node, running script; the web pods
+// (named web*) are labelled tier=web, the service's selector.
 func podOn(name, nodeName, script string, extra string) string {
+	tier := "client"
+	if strings.HasPrefix(name, "web") {
+		tier = "web"
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: %s, namespace: default, labels: {app: %s}}
+metadata: {name: %s, namespace: default, labels: {app: %s, tier: %s}}
 spec:
   nodeName: %s
   terminationGracePeriodSeconds: 1
@@ -29,7 +35,7 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", %q]
-%s`, name, name, nodeName, framework.BusyboxImage, "trap 'exit 0' TERM; "+script+" & wait", extra)
+%s`, name, name, tier, nodeName, framework.BusyboxImage, "trap 'exit 0' TERM; "+script+" & wait", extra)
 }
 
 // webScript serves "hello from <name>" on port 8080.
@@ -119,6 +125,10 @@ func TestMultiNodeNetwork(t *testing.T) {
 	apply(t, podOn("web1", nodes[0].name, webScript("web1")+" & nc -ll -p 9000 -e netstat -tn", `    ports: [{containerPort: 8080, hostPort: 18081}]
 `))
 	apply(t, podOn("client2", nodes[1].name, "sleep 3600", ""))
+	apply(t, podOn("web2", nodes[1].name, "touch /tmp/ready; "+webScript("web2"), `    readinessProbe:
+      exec: {command: [cat, /tmp/ready]}
+      periodSeconds: 1
+`))
 	web1 := waitPodIP(t, "web1")
 	waitPodIP(t, "client2")
 	t.Run("pod to pod across nodes", func(t *testing.T) {
@@ -153,9 +163,89 @@ func TestMultiNodeNetwork(t *testing.T) {
 			return strings.Contains(body, "hello from web1"), err
 		})
 	})
+	waitPodIP(t, "web2")
+	apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  type: NodePort
+  selector: {tier: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`)
+	svc, err := cp.Admin.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP, nodePort := svc.Spec.ClusterIP, svc.Spec.Ports[0].NodePort
+	// fetch asks the service n times from client2 and counts who answered.
+	fetch := func(n int) (map[string]int, error) {
+		out, stderr, err := kubectl(t, "exec", "client2", "--", "sh", "-c", fmt.Sprintf(
+			`for i in $(seq %d); do printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s 80 | grep hello; done`, n, clusterIP))
+		seen := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 {
+				seen[f[2]]++
+			}
+		}
+		if err != nil {
+			return seen, fmt.Errorf("%v: %s", err, stderr)
+		}
+		return seen, nil
+	}
+	t.Run("ClusterIP load-balances over both nodes", func(t *testing.T) {
+		waitFor(t, apiTimeout, "answers from web1 and web2 through "+clusterIP, func() (bool, error) {
+			seen, err := fetch(20)
+			return seen["web1"] > 0 && seen["web2"] > 0 && seen["web1"]+seen["web2"] == 20, fmt.Errorf("%v %v", seen, err)
+		})
+	})
+	t.Run("an unready pod is dropped", func(t *testing.T) {
+		mustKubectl(t, "exec", "web2", "--", "rm", "/tmp/ready")
+		waitFor(t, apiTimeout, "only web1 answering", func() (bool, error) {
+			seen, err := fetch(10)
+			if seen["web1"] != 10 {
+				ready, _, _ := kubectl(t, "get", "pod", "web2", "-o", "jsonpath={.status.conditions}")
+				slices, _, _ := kubectl(t, "get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o", "jsonpath={.items[*].endpoints}")
+				return false, fmt.Errorf("%v %v; web2 conditions %s; slices %s", seen, err, ready, slices)
+			}
+			return true, nil
+		})
+		mustKubectl(t, "exec", "web2", "--", "touch", "/tmp/ready")
+		waitFor(t, apiTimeout, "web2 back", func() (bool, error) {
+			seen, err := fetch(20)
+			return seen["web2"] > 0, fmt.Errorf("%v %v", seen, err)
+		})
+	})
+	t.Run("NodePort from the host", func(t *testing.T) {
+		var d net.Dialer
+		for _, n := range nodes {
+			addr := net.JoinHostPort(n.inst.NodeIP, fmt.Sprint(nodePort))
+			waitFor(t, apiTimeout, "NodePort "+addr, func() (bool, error) {
+				body, err := httpGet(d.DialContext, addr)
+				return strings.Contains(body, "hello from web"), err
+			})
+		}
+	})
+	t.Run("cluster DNS from inside a pod", func(t *testing.T) {
+		waitFor(t, apiTimeout, "nslookup web.default.svc.cluster.local", func() (bool, error) {
+			out, stderr, err := kubectl(t, "exec", "client2", "--", "nslookup", "web.default.svc.cluster.local")
+			return strings.Contains(out, "Address: "+clusterIP), fmt.Errorf("%v %s %s", err, out, stderr)
+		})
+		// Short names through the pod's search path (busybox's nslookup
+		// does not search; its ping resolves as the C library does).
+		for name, want := range map[string]string{"web": clusterIP, "web.default": clusterIP, "kubernetes.default.svc": "10.96.0.1"} {
+			out, _, _ := kubectl(t, "exec", "client2", "--", "ping", "-c", "1", "-W", "1", name)
+			if !strings.Contains(out, "("+want+")") {
+				t.Errorf("%s does not resolve to %s: %q", name, want, out)
+			}
+		}
+		out := mustKubectl(t, "exec", "client2", "--", "cat", "/etc/resolv.conf")
+		if !strings.Contains(out, "nameserver "+server.KubeDNSServiceIP) || !strings.Contains(out, "search default.svc.cluster.local svc.cluster.local cluster.local") {
+			t.Errorf("client2's resolv.conf:\n%s", out)
+		}
+	})
 	t.Run("a node that leaves takes its route along", func(t *testing.T) {
 		n1, n2 := nodes[0], nodes[1]
-		mustKubectl(t, "delete", "pod", "client2", "--wait=true", "--timeout=90s")
+		mustKubectl(t, "delete", "pod", "client2", "web2", "--wait=true", "--timeout=90s")
 		stopAgent(t, n2)
 		mustKubectl(t, "delete", "node", n2.name)
 		gone := cidr[n2.name] + " via"

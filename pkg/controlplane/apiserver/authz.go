@@ -103,6 +103,11 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 		return ri.Verb == "create" || ri.Verb == "update" || ri.Verb == "patch"
 	case "/services", "/endpoints", "/namespaces":
 		return readVerbs[ri.Verb]
+	case "discovery.k8s.io/endpointslices":
+		// Upstream's system:node-proxier role: the agent's service proxy
+		// runs with the node's credential (on a real cluster, bind that
+		// role to the system:nodes group).
+		return readVerbs[ri.Verb]
 	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/subjectaccessreviews":
 		return true // agents authorize requests to their kubelet API with these
 	case "/pods":

@@ -65,6 +65,8 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"node reads its lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-a", http.StatusNotFound},
 		{"node reads another lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-b", http.StatusForbidden},
 		{"node lists services", node, http.MethodGet, "/api/v1/services", http.StatusOK},
+		{"node lists endpoint slices (service proxy)", node, http.MethodGet, "/apis/discovery.k8s.io/v1/endpointslices", http.StatusOK},
+		{"node deletes an endpoint slice", node, http.MethodDelete, "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices/x", http.StatusForbidden},
 		{"node requests a token for another service account", node, http.MethodPost, "/api/v1/namespaces/" + ns + "/serviceaccounts/other/token", http.StatusForbidden},
 	}
 	// Its pods' service account: allowed (the empty body is then refused as bad input).

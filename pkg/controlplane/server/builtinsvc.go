@@ -135,9 +135,14 @@ func ensureBuiltin(ctx context.Context, client kubernetes.Interface, b builtinEn
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if b.name == "kube-dns" {
-		_, err := client.CoreV1().Services(b.namespace).Create(ctx, kubeDNSService(), metav1.CreateOptions{})
+		// Looked up first: the create of an existing service fails on its
+		// taken cluster IP before its name.
+		_, err := client.CoreV1().Services(b.namespace).Get(ctx, b.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.CoreV1().Services(b.namespace).Create(ctx, kubeDNSService(), metav1.CreateOptions{})
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create service (clusterIP %s): %w", KubeDNSServiceIP, err)
+			return fmt.Errorf("service (clusterIP %s): %w", KubeDNSServiceIP, err)
 		}
 	}
 	ep := b.endpoints()
