@@ -21,6 +21,7 @@ func serverCmd() *cobra.Command {
 		cfg         server.Config
 		verbosity   int
 		agentConfig string
+		agentNet    = localAgentNetwork{Plugin: agentconfig.NetworkPluginKubenet, CNIConfDir: agentconfig.DefaultCNIConfDir, CNIBinDirs: agentconfig.DefaultCNIBinDirs, ServiceProxy: true}
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -41,7 +42,7 @@ func serverCmd() *cobra.Command {
 					case <-gctx.Done():
 						return nil
 					}
-					return runLocalAgent(gctx, &cfg, agentConfig)
+					return runLocalAgent(gctx, &cfg, agentConfig, agentNet)
 				})
 			}
 			return g.Wait()
@@ -66,6 +67,10 @@ func serverCmd() *cobra.Command {
 	fs.StringSliceVar(&cfg.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
 	fs.StringVar(&cfg.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the cluster CA, which signs the certificates agents request).")
 	fs.BoolVar(&cfg.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
+	fs.StringVar(&agentNet.Plugin, "network-plugin", agentNet.Plugin, "This host's agent: \"kubenet\" writes the CNI configuration for its node's pod CIDR (out of --cluster-cidr) and routes to other nodes; empty leaves the runtime's CNI configuration alone.")
+	fs.StringVar(&agentNet.CNIConfDir, "cni-conf-dir", agentNet.CNIConfDir, "This host's agent: the runtime's CNI configuration directory (with --network-plugin=kubenet).")
+	fs.StringSliceVar(&agentNet.CNIBinDirs, "cni-bin-dir", agentNet.CNIBinDirs, "This host's agent: CNI plugin directories (with --network-plugin=kubenet).")
+	fs.BoolVar(&agentNet.ServiceProxy, "service-proxy", agentNet.ServiceProxy, "This host's agent runs the service proxy (nftables): Service ClusterIPs and NodePorts work on this host, and pods use the cluster DNS at its service IP.")
 	fs.StringVar(&agentConfig, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
 	cmd.AddCommand(nodeKubeconfigCmd())
@@ -95,9 +100,17 @@ func nodeKubeconfigCmd() *cobra.Command {
 	return cmd
 }
 
+// localAgentNetwork is how this host's agent does networking.
+type localAgentNetwork struct {
+	Plugin       string
+	CNIConfDir   string
+	CNIBinDirs   []string
+	ServiceProxy bool
+}
+
 // runLocalAgent runs this host's node agent joined to the control plane
 // with a node credential minted for it, once the API server is ready.
-func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string) error {
+func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string, netCfg localAgentNetwork) error {
 	agentCfg := agentconfig.Default()
 	if configFile != "" {
 		var err error
@@ -106,8 +119,12 @@ func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string) e
 		}
 	}
 	// Pods of this host resolve cluster names through the server's DNS,
+	// at the kube-dns service IP when the agent proxies services,
 	// unless the agent's config names its own.
 	if ip := cfg.ClusterDNSIP(); ip != "" && len(agentCfg.ClusterDNS) == 0 {
+		if netCfg.ServiceProxy {
+			ip = server.KubeDNSServiceIP
+		}
 		agentCfg.ClusterDNS, agentCfg.ClusterDomain = []string{ip}, cfg.ClusterDomain
 	}
 	if _, err := agentCfg.Validate(); err != nil {
@@ -123,5 +140,10 @@ func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string) e
 	}
 	flags := agentconfig.DefaultFlags()
 	flags.Kubeconfig = kubeconfig
+	flags.NetworkPlugin, flags.CNIConfDir, flags.CNIBinDirs = netCfg.Plugin, netCfg.CNIConfDir, netCfg.CNIBinDirs
+	flags.ServiceProxy, flags.ClusterCIDR = netCfg.ServiceProxy, cfg.ClusterCIDR
+	if err := flags.Validate(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	return agent.Run(ctx, agent.Options{Config: agentCfg, Flags: flags, Logger: cfg.Logger.With("component", "agent")})
 }
