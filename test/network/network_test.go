@@ -238,6 +238,12 @@ spec:
 				t.Errorf("%s does not resolve to %s: %q", name, want, out)
 			}
 		}
+		// The API server through default/kubernetes (its endpoint is the
+		// server's address, kept by the server itself).
+		waitFor(t, apiTimeout, "a TCP connection to kubernetes.default.svc:443", func() (bool, error) {
+			out, stderr, err := kubectl(t, "exec", "client2", "--", "sh", "-c", "nc -w 3 kubernetes.default.svc 443 </dev/null && echo connected")
+			return strings.Contains(out, "connected"), fmt.Errorf("%v %s", err, stderr)
+		})
 		out := mustKubectl(t, "exec", "client2", "--", "cat", "/etc/resolv.conf")
 		if !strings.Contains(out, "nameserver "+server.KubeDNSServiceIP) || !strings.Contains(out, "search default.svc.cluster.local svc.cluster.local cluster.local") {
 			t.Errorf("client2's resolv.conf:\n%s", out)
