@@ -249,6 +249,23 @@ spec:
 			t.Errorf("client2's resolv.conf:\n%s", out)
 		}
 	})
+	t.Run("hostNetwork pod with ClusterFirstWithHostNet", func(t *testing.T) {
+		apply(t, podOn("hostnet1", nodes[0].name, "mkdir /www; echo hello from hostnet1 > /www/index.html; httpd -f -p 18090 -h /www",
+			"  hostNetwork: true\n  dnsPolicy: ClusterFirstWithHostNet\n"))
+		if ip := waitPodIP(t, "hostnet1"); ip != nodes[0].inst.NodeIP {
+			t.Errorf("hostNetwork pod's IP = %s, want its node's %s", ip, nodes[0].inst.NodeIP)
+		}
+		out := mustKubectl(t, "exec", "client2", "--", "sh", "-c",
+			fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 %s 18090`, nodes[0].inst.NodeIP))
+		if !strings.Contains(out, "hello from hostnet1") {
+			t.Errorf("a pod on the other node fetching the hostNetwork pod: %q", out)
+		}
+		// The node's network, the cluster's names.
+		out, _, _ = kubectl(t, "exec", "hostnet1", "--", "ping", "-c", "1", "-W", "1", "web")
+		if !strings.Contains(out, "("+clusterIP+")") {
+			t.Errorf("hostNetwork pod resolving web: %q", out)
+		}
+	})
 	t.Run("a node that leaves takes its route along", func(t *testing.T) {
 		n1, n2 := nodes[0], nodes[1]
 		mustKubectl(t, "delete", "pod", "client2", "web2", "--wait=true", "--timeout=90s")
