@@ -1,16 +1,20 @@
 // Command bench measures what the agent costs on top of the container
 // runtime when it starts static pods, and what it costs to keep running;
 // how long a pod created through the API takes to run; how fast the
-// scheduler binds; and the API server's latencies.
+// scheduler binds; how long the service proxy takes to write an endpoint
+// change to nftables; and the API server's latencies.
 //
 //	go run ./test/bench -pods 30 -reps 20
 //	go run ./test/bench -only sched,api   # the sections without containerd
 //	go run ./test/bench -only probes      # the probes' CPU cost alone
+//	go run ./test/bench -only proxy       # service proxy syncs (root and nft, no containerd)
 //
 // Sections, selected with -only (default all), run in this order:
 //
 //   - agent: the agent beside the raw CRI floor for static pods (steps 1-3
-//     below; -pods, -reps, -cpu-window), root and containerd.
+//     below; -pods, -reps, -cpu-window), and what the pod network adds to
+//     RunPodSandbox (netsetup.go: pod network against host network, -reps
+//     each), root and containerd.
 //   - flow: API create -> Running through scheduler and agent, beside the
 //     raw CRI floor in the same run (flow.go; -reps, -flow-pods), root and
 //     containerd.
@@ -20,6 +24,11 @@
 //     and containerd.
 //   - sched: scheduler throughput over fake nodes (sched.go; -sched-nodes,
 //     -sched-pods).
+//   - proxy: the service proxy's syncs of 100 Services x 10 endpoints with
+//     the real nft in a network namespace of its own: the first full
+//     sync, -proxy-changes syncs of one endpoint change each, a sync
+//     without changes, one undoing all changes, full resyncs, and nft's
+//     floor (proxy.go; -proxy-changes), root and nft, no containerd.
 //   - api: the API server (api*.go; -api-pods, -api-cpuprofile; -api-only
 //     and -skip-api are older spellings of -only api and of leaving it out).
 //
@@ -68,7 +77,7 @@ import (
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
-var only = flag.String("only", "", "comma-separated sections to run, of agent, flow, probes, sched, api (default all)")
+var only = flag.String("only", "", "comma-separated sections to run, of agent, flow, probes, sched, proxy, api (default all)")
 
 type options struct {
 	pods    int
@@ -120,6 +129,12 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		fmt.Println()
 	}
+	if secs["proxy"] {
+		if err := runProxy(ctx, o); err != nil {
+			return interrupted(ctx, fmt.Errorf("proxy section: %w", err))
+		}
+		fmt.Println()
+	}
 	if secs["api"] {
 		return interrupted(ctx, runAPI(ctx)) // flags in api.go
 	}
@@ -127,7 +142,7 @@ func run(ctx context.Context, o options) (err error) {
 }
 
 // sectionNames are the sections in the order they run.
-var sectionNames = []string{"agent", "flow", "probes", "sched", "api"}
+var sectionNames = []string{"agent", "flow", "probes", "sched", "proxy", "api"}
 
 // parseSections reads -only (and the older -api-only and -skip-api).
 func parseSections(list string) (map[string]bool, error) {
@@ -175,6 +190,9 @@ func checkFlags(o options, secs map[string]bool) error {
 	}
 	if secs["sched"] && (*schedNodes < 1 || *schedPods < 1) {
 		errs = append(errs, fmt.Errorf("-sched-nodes %d, -sched-pods %d: at least 1 each", *schedNodes, *schedPods))
+	}
+	if secs["proxy"] && (*proxyChanges < 3 || *proxyChanges > 300) {
+		errs = append(errs, fmt.Errorf("-proxy-changes %d: between 3 and 300", *proxyChanges))
 	}
 	if secs["api"] && *apiPods < apiBatch {
 		errs = append(errs, fmt.Errorf("-api-pods %d: at least %d", *apiPods, apiBatch))
@@ -274,11 +292,16 @@ func runAgentSection(ctx context.Context, env *runtimeEnv) error {
 	if err != nil {
 		return err
 	}
+	podNet, hostNet, err := measureSandboxNetwork(ctx, &cl, env.cri, env.base, o.reps)
+	if err != nil {
+		return err
+	}
 	ag, err := measureAgent(ctx, &cl, env.cri, env.watch, env.bin, env.base, o)
 	if err != nil {
 		return err
 	}
 	printReport(raw, ag, o)
+	printSandboxNetwork(podNet, hostNet)
 	return nil
 }
 
