@@ -157,23 +157,8 @@ func newAgentConfigured(t *testing.T, inst framework.Instance, node string, cri 
 	return a
 }
 
-// waitFor polls cond until it holds; it fails the test after timeout with
-// the last error.
+// waitFor is framework.WaitFor.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not done after %s (last error: %v)", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	framework.WaitFor(t, timeout, what, cond)
 }

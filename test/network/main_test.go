@@ -7,13 +7,10 @@
 package network
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -155,24 +152,12 @@ func stopAgent(t *testing.T, n *node) {
 // kubectl runs kubectl as the admin.
 func kubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", cp.Kubeconfig()}, args...)...)
-	cmd.Env = []string{"HOME=" + work, "PATH=" + os.Getenv("PATH")}
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	t.Logf("kubectl %s: err=%v\n%s%s", strings.Join(args, " "), err, o.String(), e.String())
-	return o.String(), e.String(), err
+	return framework.Kubectl{Bin: kubectlBin, Kubeconfig: cp.Kubeconfig(), Home: work}.Run(t, args...)
 }
 
 func mustKubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, stderr, err := kubectl(t, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
-	}
-	return out
+	return framework.Kubectl{Bin: kubectlBin, Kubeconfig: cp.Kubeconfig(), Home: work}.Must(t, args...)
 }
 
 // apply applies a manifest and deletes what it made on cleanup.
@@ -186,23 +171,8 @@ func apply(t *testing.T, manifest string) {
 	t.Cleanup(func() { _, _, _ = kubectl(t, "delete", "-f", p, "--ignore-not-found", "--wait=true", "--timeout=90s") })
 }
 
-// waitFor polls cond until it holds, failing after timeout with the last
-// error.
+// waitFor is framework.WaitFor.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	framework.WaitFor(t, timeout, what, cond)
 }
