@@ -215,6 +215,14 @@ spec:
 			return seen["web2"] > 0, fmt.Errorf("%v %v", seen, err)
 		})
 	})
+	t.Run("sessionAffinity ClientIP keeps a client on one pod", func(t *testing.T) {
+		mustKubectl(t, "patch", "service", "web", "-p", `{"spec":{"sessionAffinity":"ClientIP"}}`)
+		waitFor(t, apiTimeout, "20 answers from one pod", func() (bool, error) {
+			seen, err := fetch(20)
+			return len(seen) == 1 && (seen["web1"] == 20 || seen["web2"] == 20), fmt.Errorf("%v %v", seen, err)
+		})
+		mustKubectl(t, "patch", "service", "web", "-p", `{"spec":{"sessionAffinity":"None"}}`)
+	})
 	t.Run("NodePort from the host", func(t *testing.T) {
 		var d net.Dialer
 		for _, n := range nodes {
