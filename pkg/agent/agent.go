@@ -253,7 +253,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	if p.kubenet != nil {
 		go func() { errc <- wrapServe("kubenet", p.kubenet.Run(ctx)) }()
 	}
-	if runProxy, err := newServiceProxy(o, p.rc, log); err != nil {
+	if runProxy, err := newServiceProxy(o, p.rc, p.metrics, log); err != nil {
 		return err
 	} else if runProxy != nil {
 		go func() { errc <- wrapServe("service proxy", runProxy(ctx)) }()

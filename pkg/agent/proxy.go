@@ -17,8 +17,9 @@ import (
 const serviceProxyResync = 0
 
 // newServiceProxy builds the node's service proxy (--service-proxy,
-// joined only); nil run when it is off.
-func newServiceProxy(o Options, rc *rest.Config, log *slog.Logger) (run func(context.Context) error, err error) {
+// joined only); nil run when it is off. Its kubeproxy_* metrics join the
+// agent's /metrics through reg.
+func newServiceProxy(o Options, rc *rest.Config, reg proxy.Registerer, log *slog.Logger) (run func(context.Context) error, err error) {
 	if !o.Flags.ServiceProxy {
 		return nil, nil
 	}
@@ -30,7 +31,12 @@ func newServiceProxy(o Options, rc *rest.Config, log *slog.Logger) (run func(con
 		return nil, fmt.Errorf("service proxy API client: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, serviceProxyResync)
-	p, err := proxy.New(proxy.Config{ClusterCIDR: o.Flags.ClusterCIDR, Informers: factory, Logger: log.With("component", "service-proxy")})
+	m := proxy.NewMetrics()
+	if err := m.Register(reg); err != nil {
+		return nil, fmt.Errorf("service proxy metrics: %w", err)
+	}
+	p, err := proxy.New(proxy.Config{ClusterCIDR: o.Flags.ClusterCIDR, Informers: factory, Metrics: m,
+		Logger: log.With("component", "service-proxy")})
 	if err != nil {
 		return nil, fmt.Errorf("service proxy: %w", err)
 	}

@@ -15,6 +15,7 @@
 //	rt, _ := runtime.Dial(ctx, endpoint, timeout, runtime.WithCallObserver(m.RuntimeCall))
 //	pleg.Relisted, pleg.Listed = m.PLEGRelisted, m.PLEGListed
 //	podworker.Config{Metrics: m, ProbeMetrics: m, ...}
+//	proxyMetrics.Register(m) // other components' collectors join /metrics
 //	mux.Handle("/metrics", m.Handler())
 //	mux.Handle("/metrics/probes", m.ProbesHandler())
 //

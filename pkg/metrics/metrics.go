@@ -48,6 +48,12 @@ func New(nodeName string) *Metrics {
 	return m
 }
 
+// Register adds a collector of another component (the service proxy's
+// kubeproxy_* metrics) to the registry served on /metrics.
+func (m *Metrics) Register(c metrics.Registerable) error {
+	return m.registry.Register(c)
+}
+
 // Handler serves /metrics.
 func (m *Metrics) Handler() http.Handler {
 	return metrics.HandlerFor(m.registry, metrics.HandlerOpts{})

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	k8smetrics "k8s.io/component-base/metrics"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -256,5 +257,21 @@ func TestInstancesAreIndependent(t *testing.T) {
 	a.PodWorkerDuration("sync", time.Second)
 	if fams := scrape(t, b.Handler()); fams["kubelet_pod_worker_duration_seconds"] != nil {
 		t.Error("a's observation shows in b")
+	}
+}
+
+func TestRegisterAddsToMetricsEndpoint(t *testing.T) {
+	m, _ := newTestMetrics()
+	c := k8smetrics.NewCounter(&k8smetrics.CounterOpts{Subsystem: "kubeproxy", Name: "test_total", Help: "A test counter.",
+		StabilityLevel: k8smetrics.ALPHA})
+	if err := m.Register(c); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	c.Inc()
+	if v := series(t, scrape(t, m.Handler()), "kubeproxy_test_total", nil).GetCounter().GetValue(); v != 1 {
+		t.Errorf("registered counter: %v", v)
+	}
+	if err := m.Register(c); err == nil {
+		t.Error("registering twice did not fail")
 	}
 }

@@ -35,12 +35,29 @@
 //     truncated to nft's limit.
 //   - The Proxier applies it in one transaction per sync. It remembers
 //     what it wrote and rewrites only the chains, sets and map elements of
-//     service ports that changed; it rewrites the whole table (and deletes
+//     service ports that changed; it rewrites the whole table (and removes
 //     whatever else is in it) on its first sync, after a failed one and
-//     every FullSyncPeriod. Chains of removed services and endpoints are
-//     deleted in the same transaction that drops the references to them,
-//     which needs Linux 6.2 or later (older kernels release chain
-//     references asynchronously; kube-proxy defers such deletions).
+//     every FullSyncPeriod.
+//   - Chains no longer wanted (of removed services and endpoints, or
+//     unknown ones a full sync finds) are emptied in the transaction that
+//     drops the map elements and rules pointing to them, and deleted, in
+//     a transaction of their own, by a sync at least a second later (Run
+//     syncs then even if nothing changed), as kube-proxy does: Linux
+//     before 6.2 (Debian 12 ships 6.1) releases the chain references of
+//     deleted map elements only after the transaction, so deleting both
+//     in one transaction fails with EBUSY. A failed deletion is retried
+//     with backoff and fails no sync. Full syncs do not delete the table
+//     (that would be safe: a table deletion removes its objects
+//     recursively without checking references, but it would also empty
+//     the affinity sets); they flush the maps and chains in place.
+//   - After the rules, conntrack entries of UDP and SCTP flows that no
+//     longer go where the rules send them are deleted over ctnetlink
+//     (Config.Conntrack): when a service port lost an endpoint, the
+//     flows to its cluster IP and NodePort not DNATed to a remaining
+//     endpoint; when it gains its first endpoints or a new address, the
+//     flows sent to it before; in full syncs, every such flow (after a
+//     restart, endpoints that went meanwhile). Otherwise a client that
+//     keeps sending (a resolver) would keep its flow to a dead endpoint.
 //
 // Use:
 //
@@ -51,8 +68,14 @@
 //
 // Sync applies a given set of objects directly (tests, benchmarks);
 // Config.OnSync and Stats report every sync for metrics and for
-// measuring how long a change takes to reach the kernel. Not done:
+// measuring how long a change takes to reach the kernel. Config.Metrics
+// records kube-proxy's metrics (NewMetrics, then Register them where
+// /metrics is served): kubeproxy_sync_proxy_rules_duration_seconds, its
+// full and partial variants, kubeproxy_sync_proxy_rules_last_timestamp_seconds,
+// the nftables sync and cleanup failure counters, and
+// kubeproxy_network_programming_duration_seconds, from the
+// endpoints.kubernetes.io/last-change-trigger-time of the EndpointSlice
+// changes Run applies to the end of the sync that applied them. Not done:
 // externalIPs, LoadBalancer ingress IPs and source ranges,
-// internal/externalTrafficPolicy Local and topology, conntrack cleanup of
-// stale UDP flows, IPv6.
+// internal/externalTrafficPolicy Local and topology, IPv6.
 package proxy

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
@@ -28,10 +30,19 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // it ran, so that tests see what a sync sent, not only the result.
 type recordingNFT struct {
 	knftables.Interface
-	mu  sync.Mutex
-	txs []string
+	// oldKernel, with the fake that Interface is, makes Run refuse as
+	// Linux before 6.2 does (EBUSY) to delete a chain that something in
+	// the table pointed to when the transaction began: there, map
+	// elements deleted by a transaction release their chains only after
+	// it. Stricter than the kernel (which releases rules' jumps and gotos
+	// at once), so that no sync relies on in-transaction release.
+	oldKernel *knftables.Fake
+	mu        sync.Mutex
+	txs       []string
 	// fail, when set, makes the next Run fail without applying.
 	fail error
+	// onRun, when set, is called by every Run, as if nft took time.
+	onRun func()
 }
 
 func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
@@ -39,11 +50,69 @@ func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error
 	r.txs = append(r.txs, tx.String())
 	fail := r.fail
 	r.fail = nil
+	onRun := r.onRun
 	r.mu.Unlock()
+	if onRun != nil {
+		onRun()
+	}
 	if fail != nil {
 		return fail
 	}
+	if r.oldKernel != nil {
+		if err := checkChainDeletions(r.oldKernel, tx.String()); err != nil {
+			return err
+		}
+	}
 	return r.Interface.Run(ctx, tx)
+}
+
+// checkChainDeletions fails if a "delete chain" of tx names a chain that
+// a rule or map element of fake's table points to.
+func checkChainDeletions(fake *knftables.Fake, tx string) error {
+	fake.RLock()
+	defer fake.RUnlock()
+	if fake.Table == nil {
+		return nil
+	}
+	for _, line := range strings.Split(tx, "\n") {
+		name, ok := strings.CutPrefix(line, "delete chain ip "+TableName+" ")
+		if !ok {
+			continue
+		}
+		if by := referrer(fake.Table, name); by != "" {
+			return fmt.Errorf("delete chain %s: device or resource busy (referenced by %s when the transaction began)", name, by)
+		}
+	}
+	return nil
+}
+
+// referrer names a rule or element of table that jumps or goes to chain,
+// or is "".
+func referrer(table *knftables.FakeTable, chain string) string {
+	names := func(text string) bool {
+		words := strings.Fields(text)
+		for i := 1; i < len(words); i++ {
+			if (words[i-1] == "goto" || words[i-1] == "jump") && words[i] == chain {
+				return true
+			}
+		}
+		return false
+	}
+	for cname, c := range table.Chains {
+		for _, r := range c.Rules {
+			if names(r.Rule) {
+				return "a rule of " + cname
+			}
+		}
+	}
+	for mname, m := range table.Maps {
+		for _, e := range m.Elements {
+			if names(strings.Join(e.Value, " ")) {
+				return "an element of " + mname
+			}
+		}
+	}
+	return ""
 }
 
 func (r *recordingNFT) last() string {
@@ -61,14 +130,47 @@ func (r *recordingNFT) count() int {
 	return len(r.txs)
 }
 
-// newFakeProxier is a Proxier on knftables' fake, wrapped for recording.
+// fakeConntrack records what the Proxier asks to delete.
+type fakeConntrack struct {
+	mu    sync.Mutex
+	calls [][]FlowFilter
+	err   error
+}
+
+func (f *fakeConntrack) ClearFlows(_ context.Context, filters []FlowFilter) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, filters)
+	return len(filters), f.err
+}
+
+// take returns the calls so far and forgets them.
+func (f *fakeConntrack) take() [][]FlowFilter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+// newTestClock is a fake clock at a fixed time.
+func newTestClock() *testingclock.FakeClock {
+	return testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+}
+
+// newFakeProxier is a Proxier on knftables' fake, wrapped for recording
+// and with old kernels' rule for deleting chains. Its conntrack is a
+// fakeConntrack unless cfg has one: unit tests never touch the host's.
 func newFakeProxier(t *testing.T, cfg Config) (*Proxier, *knftables.Fake, *recordingNFT) {
 	t.Helper()
 	fake := knftables.NewFake(knftables.IPv4Family, TableName)
-	rec := &recordingNFT{Interface: fake}
+	rec := &recordingNFT{Interface: fake, oldKernel: fake}
 	cfg.NFT = rec
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
+	}
+	if cfg.Conntrack == nil {
+		cfg.Conntrack = &fakeConntrack{}
 	}
 	p, err := New(cfg)
 	if err != nil {
@@ -180,3 +282,16 @@ func mustNotContain(t *testing.T, text string, parts ...string) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func udpPort(name string, port int32) v1.ServicePort {
+	p := tcpPort(name, port)
+	p.Protocol = v1.ProtocolUDP
+	return p
+}
+
+// udpSlice is slice with a UDP port.
+func udpSlice(ns, svc, sliceName, portName string, port int32, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	s := slice(ns, svc, sliceName, portName, port, eps...)
+	s.Ports[0].Protocol = ptr.To(v1.ProtocolUDP)
+	return s
+}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
@@ -135,7 +136,8 @@ func TestRealNFTInNetns(t *testing.T) {
 			t.Errorf("Cleanup: %v", err)
 		}
 	})
-	p, err := New(Config{NFT: nft, ClusterCIDR: "10.244.0.0/16", Logger: discardLogger()})
+	clk := newTestClock()
+	p, err := New(Config{NFT: nft, ClusterCIDR: "10.244.0.0/16", Logger: discardLogger(), Clock: clk})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -206,16 +208,25 @@ func TestRealNFTInNetns(t *testing.T) {
 		}
 	}
 
-	// Deleting services removes their chains and sets in the same
-	// transaction that removes the map elements pointing to them.
+	// Deleting services removes the map elements pointing to their
+	// chains, their sets, and their chains' rules; the emptied chains
+	// are deleted by a sync a second later.
 	if _, err := p.Sync(ctx, []*v1.Service{empty}, nil); err != nil {
 		t.Fatalf("delete services: %v", err)
 	}
 	table = sh(t, nftPath, "list", "table", "ip", TableName)
-	mustNotContain(t, table, "default/web/", "default/sticky/", "affinity-", "10.96.0.10")
+	mustNotContain(t, table, "affinity-", "10.96.0.10", "dnat to")
+	mustContain(t, table, "chain "+serviceChain(ServicePortName{
+		NamespacedName: types.NamespacedName{Namespace: "default", Name: "web"}, Port: "http", Protocol: v1.ProtocolTCP}))
 	if _, err := get("10.96.0.10:80"); err == nil {
 		t.Fatalf("deleted service still answers")
 	}
+	clk.Step(staleChainDelay)
+	if res, err := p.Sync(ctx, []*v1.Service{empty}, nil); err != nil || res.DeletedChains != 7 {
+		t.Fatalf("sync after the delay: %+v, %v; want 7 chains deleted", res, err)
+	}
+	table = sh(t, nftPath, "list", "table", "ip", TableName)
+	mustNotContain(t, table, "default/web/", "default/sticky/")
 
 	// Full syncs (as after a restart) on the table left by another
 	// Proxier keep working, clear what they do not know and keep the

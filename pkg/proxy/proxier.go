@@ -54,8 +54,14 @@ type Config struct {
 	// Proxier's lock): for metrics and for measuring how long a change
 	// takes to reach the kernel.
 	OnSync func(SyncResult, error)
-	Clock  clock.WithTicker // default: the real clock
-	Logger *slog.Logger     // default: slog.Default()
+	// Metrics, if set, records kube-proxy's sync metrics (see Metrics).
+	Metrics *Metrics
+	// Conntrack deletes the conntrack entries of UDP and SCTP flows whose
+	// endpoint went away. Default: ctnetlink in the network namespace of
+	// the thread that syncs (the host's, for the agent).
+	Conntrack Conntrack
+	Clock     clock.WithTicker // default: the real clock
+	Logger    *slog.Logger     // default: slog.Default()
 }
 
 // SyncResult describes one sync.
@@ -69,6 +75,12 @@ type SyncResult struct {
 	Changed, Removed []ServicePortName
 	// Operations is the size of the nft transaction.
 	Operations int
+	// DeletedChains counts the stale chains (emptied by an earlier sync)
+	// deleted, in a transaction of their own, before the sync's.
+	DeletedChains int
+	// ConntrackDeleted counts the conntrack entries of stale UDP and SCTP
+	// flows deleted after the rules were applied.
+	ConntrackDeleted int
 	// Start is when the sync began and Duration how long it took,
 	// nft included.
 	Start    time.Time
@@ -84,6 +96,8 @@ type Stats struct {
 	// succeeded.
 	LastDuration           time.Duration
 	LastSync, LastFullSync time.Time
+	// StaleChains counts the chains emptied and waiting to be deleted.
+	StaleChains int
 }
 
 // portState is what the Proxier wrote for one service port.
@@ -99,6 +113,8 @@ type Proxier struct {
 	nft      knftables.Interface
 	render   renderer
 	log      *slog.Logger
+	started  time.Time // slice changes made before are not timed
+	triggers triggerLog
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
 	synced   []cache.InformerSynced
@@ -115,7 +131,12 @@ type Proxier struct {
 	needFull bool
 	// recreated is set once base chains were recreated by this Proxier.
 	recreated bool
-	stats     Stats
+	// stale maps the chains emptied by earlier syncs to when they may be
+	// deleted (stale.go); staleBackoff is the wait after a failed
+	// deletion.
+	stale        map[string]time.Time
+	staleBackoff time.Duration
+	stats        Stats
 }
 
 // New checks cfg, fills its defaults and registers the informers.
@@ -146,14 +167,19 @@ func New(cfg Config) (*Proxier, error) {
 		}
 		cfg.NFT = nft
 	}
+	if cfg.Conntrack == nil {
+		cfg.Conntrack = newConntrack()
+	}
 	p := &Proxier{
 		cfg:      cfg,
 		nft:      cfg.NFT,
 		render:   renderer{clusterCIDR: cfg.ClusterCIDR},
 		log:      cfg.Logger.With("component", "proxy"),
+		started:  cfg.Clock.Now(),
 		changed:  make(chan struct{}, 1),
 		written:  make(map[ServicePortName]*portState),
 		needFull: true,
+		stale:    make(map[string]time.Time),
 	}
 	if cfg.Informers != nil {
 		p.watch(cfg.Informers)
@@ -165,15 +191,32 @@ func New(cfg Config) (*Proxier, error) {
 func (p *Proxier) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats
+	st := p.stats
+	st.StaleChains = len(p.stale)
+	return st
 }
 
 // Sync brings the table in line with services and slices in one nft
 // transaction: the whole table on the first sync, after a failure and
 // every FullSyncPeriod; otherwise only the objects of service ports that
-// changed since the last successful sync.
+// changed since the last successful sync. Chains no longer wanted are
+// emptied, and deleted by a sync at least a second later (stale.go).
+// After the rules, the conntrack entries of UDP and SCTP flows whose
+// endpoint went away are deleted.
 func (p *Proxier) Sync(ctx context.Context, services []*v1.Service, slices []*discoveryv1.EndpointSlice) (SyncResult, error) {
+	return p.syncObjects(ctx, services, slices, nil)
+}
+
+// syncObjects is Sync; triggers are the change times of the slice changes
+// it applies (Run's), for the network programming latency.
+func (p *Proxier) syncObjects(ctx context.Context, services []*v1.Service, slices []*discoveryv1.EndpointSlice,
+	triggers []time.Time) (SyncResult, error) {
 	res, err := p.sync(ctx, BuildServicePorts(services, slices))
+	if err != nil {
+		p.triggers.requeue(triggers)
+	} else {
+		p.cfg.Metrics.programmed(res.Start.Add(res.Duration), triggers)
+	}
 	if p.cfg.OnSync != nil {
 		p.cfg.OnSync(res, err)
 	}
@@ -193,6 +236,8 @@ func (p *Proxier) sync(ctx context.Context, desired []ServicePort) (res SyncResu
 		p.finish(&res, err)
 	}()
 
+	next, changes, flows := p.diff(desired, &res)
+	p.deleteStaleChains(ctx, res.Start, changes, &res)
 	tx := p.nft.NewTransaction()
 	var existing map[string][]string
 	if res.Full {
@@ -205,10 +250,9 @@ func (p *Proxier) sync(ctx context.Context, desired []ServicePort) (res SyncResu
 		}
 		writeBase(tx, !p.recreated)
 	}
-	next, changes := p.diff(desired, &res)
-	writeChanges(tx, changes)
+	gone := writeChanges(tx, changes)
 	if res.Full {
-		removeUnknown(tx, existing, next)
+		gone = append(gone, removeUnknown(tx, existing, next)...)
 	}
 	res.Operations = tx.NumOperations()
 	if res.Operations > 0 {
@@ -219,18 +263,36 @@ func (p *Proxier) sync(ctx context.Context, desired []ServicePort) (res SyncResu
 	p.written = next
 	p.needFull = false
 	p.recreated = true
+	p.markStale(res.Start, gone, changes, res.Full)
 	if res.Full {
 		p.stats.LastFullSync = res.Start
 	}
+	res.ConntrackDeleted = p.clearStaleFlows(ctx, flows)
 	return res, nil
 }
 
+// clearStaleFlows deletes the conntrack entries filters select, once the
+// rules no longer send new flows their way. A failure is logged: the
+// rules are right, only flows that outlived their endpoint remain.
+func (p *Proxier) clearStaleFlows(ctx context.Context, filters []FlowFilter) int {
+	if len(filters) == 0 {
+		return 0
+	}
+	n, err := p.cfg.Conntrack.ClearFlows(ctx, filters)
+	if err != nil {
+		p.log.Warn("delete conntrack entries of stale UDP flows", "filters", len(filters), "deleted", n, "err", err)
+	}
+	return n
+}
+
 // diff compares desired with what was written: it returns the new
-// written state and the changes to apply, and fills res's Changed and
-// Removed. In a full sync every desired port is written from scratch.
-func (p *Proxier) diff(desired []ServicePort, res *SyncResult) (map[ServicePortName]*portState, []portChange) {
+// written state, the changes to apply and the conntrack entries to delete
+// then, and fills res's Changed and Removed. In a full sync every desired
+// port is written from scratch.
+func (p *Proxier) diff(desired []ServicePort, res *SyncResult) (map[ServicePortName]*portState, []portChange, []FlowFilter) {
 	next := make(map[ServicePortName]*portState, len(desired))
 	var changes []portChange
+	var flows []FlowFilter
 	for i := range desired {
 		sp := &desired[i]
 		old := p.written[sp.Name]
@@ -238,6 +300,11 @@ func (p *Proxier) diff(desired []ServicePort, res *SyncResult) (map[ServicePortN
 			next[sp.Name] = old
 			continue
 		}
+		var oldPort *ServicePort
+		if old != nil {
+			oldPort = &old.port
+		}
+		flows = append(flows, staleFlowFilters(oldPort, sp, res.Full)...)
 		st := &portState{port: *sp, rules: p.render.render(sp)}
 		next[sp.Name] = st
 		res.Changed = append(res.Changed, sp.Name)
@@ -253,19 +320,21 @@ func (p *Proxier) diff(desired []ServicePort, res *SyncResult) (map[ServicePortN
 		}
 	}
 	sortNames(res.Removed)
-	// A full sync finds removed ports' objects in the table listing.
-	if !res.Full {
-		for _, name := range res.Removed {
+	for _, name := range res.Removed {
+		flows = append(flows, staleFlowFilters(&p.written[name].port, nil, false)...)
+		// A full sync finds removed ports' objects in the table listing.
+		if !res.Full {
 			changes = append(changes, portChange{old: p.written[name].rules})
 		}
 	}
-	return next, changes
+	return next, changes, flows
 }
 
 // finish records the outcome of a sync; the caller holds p.mu.
 func (p *Proxier) finish(res *SyncResult, err error) {
 	now := p.cfg.Clock.Now()
 	res.Duration = now.Sub(res.Start)
+	p.cfg.Metrics.synced(res, now, err)
 	p.stats.Syncs++
 	p.stats.LastDuration = res.Duration
 	p.stats.LastSync = now
@@ -278,13 +347,16 @@ func (p *Proxier) finish(res *SyncResult, err error) {
 	}
 	p.log.Info("synced service proxy rules", "full", res.Full, "servicePorts", res.ServicePorts,
 		"endpoints", res.Endpoints, "changed", len(res.Changed), "removed", len(res.Removed),
-		"operations", res.Operations, "duration", res.Duration)
+		"operations", res.Operations, "deletedChains", res.DeletedChains, "staleChains", len(p.stale),
+		"conntrackDeleted", res.ConntrackDeleted, "duration", res.Duration)
 }
 
 // removeUnknown deletes, in a full sync, what the table holds but the
-// desired state does not: chains are emptied first, as their rules may
-// name the sets and other chains being deleted.
-func removeUnknown(tx *knftables.Transaction, existing map[string][]string, next map[ServicePortName]*portState) {
+// desired state does not, and returns the chains among it: those are
+// only emptied (their rules may name the sets being deleted) and deleted
+// later, as in writeChanges: the maps flushed in this transaction may
+// have pointed to them.
+func removeUnknown(tx *knftables.Transaction, existing map[string][]string, next map[ServicePortName]*portState) (chains []string) {
 	keepChains := make(map[string]bool)
 	keepSets := make(map[string]bool)
 	for _, st := range next {
@@ -295,7 +367,6 @@ func removeUnknown(tx *knftables.Transaction, existing map[string][]string, next
 			keepSets[s] = true
 		}
 	}
-	var chains []string
 	for _, c := range existing["chain"] {
 		if !keepChains[c] && !isFixedChain(c) {
 			chains = append(chains, c)
@@ -312,9 +383,7 @@ func removeUnknown(tx *knftables.Transaction, existing map[string][]string, next
 			tx.Delete(&knftables.Set{Name: s})
 		}
 	}
-	for _, c := range chains {
-		tx.Delete(&knftables.Chain{Name: c})
-	}
+	return chains
 }
 
 // Cleanup deletes the proxy's table, for a node that stops proxying.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/knftables"
 )
 
 type syncEvent struct {
@@ -88,8 +89,15 @@ func TestRunFollowsInformers(t *testing.T) {
 		t.Fatalf("delete service: %v", err)
 	}
 	waitSync(t, syncs, "the service removed", func(r SyncResult) bool { return len(r.Removed) == 1 })
-	if fakeNFT.Table.Chains[serviceChain(webPort)] != nil {
-		t.Errorf("service chain left after deletion")
+	// Run deletes the chain a second later, maybe while this looks.
+	if rules, ok := lockedChainRules(fakeNFT, serviceChain(webPort)); !ok || len(rules) != 0 {
+		t.Errorf("service chain after deletion: %v, %v; want it there and emptied", rules, ok)
+	}
+	// Nothing changes any more, yet Run syncs once the emptied chains are
+	// due, and deletes them.
+	waitSync(t, syncs, "the stale chains deleted", func(r SyncResult) bool { return r.DeletedChains == 3 }) // the service's and its two endpoints'
+	if c := fakeNFT.Table.Chains[serviceChain(webPort)]; c != nil {
+		t.Errorf("service chain left after the delay")
 	}
 
 	cancel()
@@ -192,4 +200,75 @@ func TestRunDebounces(t *testing.T) {
 	if res.Endpoints != 3 {
 		t.Errorf("first sync after the period has %d endpoints, want 3 (both changes)", res.Endpoints)
 	}
+}
+
+// TestRunSchedulesStaleChainDeletion checks that Run syncs when emptied
+// chains are due, though nothing changed.
+func TestRunSchedulesStaleChainDeletion(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := newTestClock()
+	client := fake.NewClientset(service("ns", "web", "10.96.0.10", []v1.ServicePort{tcpPort("http", 80)}),
+		slice("ns", "web", "web-1", "http", 8080, ep("10.244.1.2")))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	syncs := make(chan syncEvent, 100)
+	arms := make(chan time.Duration, 100)
+	p, fakeNFT, _ := newFakeProxier(t, Config{
+		Informers:     factory,
+		Clock:         clk,
+		MinSyncPeriod: -1,
+		OnSync:        func(r SyncResult, err error) { syncs <- syncEvent{r, err} },
+	})
+	p.onArm = func(d time.Duration) { arms <- d }
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	go func() { _ = p.Run(ctx) }()
+	wantArm := func(want time.Duration) {
+		t.Helper()
+		select {
+		case d := <-arms:
+			if d != want {
+				t.Fatalf("timer armed for %s, want %s", d, want)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatalf("timer not armed for %s", want)
+		}
+	}
+
+	wantArm(0)
+	clk.Step(0)
+	waitSync(t, syncs, "the initial state", func(r SyncResult) bool { return r.Endpoints == 1 })
+	wantArm(DefaultFullSyncPeriod)
+
+	if err := client.DiscoveryV1().EndpointSlices("ns").Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete slice: %v", err)
+	}
+	wantArm(0)
+	clk.Step(0)
+	waitSync(t, syncs, "the endpoint gone", func(r SyncResult) bool { return r.Endpoints == 0 })
+	wantArm(staleChainDelay) // not the full sync period: the chains are due then
+	clk.Step(staleChainDelay)
+	waitSync(t, syncs, "the chains deleted", func(r SyncResult) bool { return r.DeletedChains == 2 })
+	wantArm(DefaultFullSyncPeriod)
+	if c := fakeNFT.Table.Chains[serviceChain(webPort)]; c != nil {
+		t.Errorf("service chain left")
+	}
+}
+
+// lockedChainRules reads a chain of the fake as Run may be changing it.
+func lockedChainRules(fake *knftables.Fake, name string) ([]string, bool) {
+	fake.RLock()
+	defer fake.RUnlock()
+	c := fake.Table.Chains[name]
+	if c == nil {
+		return nil, false
+	}
+	var out []string
+	for _, r := range c.Rules {
+		out = append(out, r.Rule)
+	}
+	return out, true
 }

@@ -16,19 +16,23 @@ import (
 type portChange struct{ old, cur *portRules }
 
 // writeChanges adds to tx the operations that turn the table from the
-// old objects into the new ones. They go in three passes over all ports,
-// because nft checks references within the transaction, in order:
+// old objects into the new ones, and returns the chains that go. They go
+// in two passes over all ports, because nft checks references within the
+// transaction, in order:
 //
 //  1. map elements that go or change are deleted first, so that a key
 //     another port takes over in the same sync (a NodePort or a reused
-//     cluster IP) is free when it is added, and no element points to a
-//     chain about to be deleted;
+//     cluster IP) is free when it is added;
 //  2. new and changed chains are (re)filled, chains that go are emptied
 //     (their rules may name sets and chains being deleted), sets come and
 //     go, new elements are added: everything a rule or element names
-//     exists before it;
-//  3. chains that go are deleted, now that nothing refers to them.
-func writeChanges(tx *knftables.Transaction, changes []portChange) {
+//     exists before it.
+//
+// Chains that go are only emptied, not deleted: Linux before 6.2 releases
+// the references of deleted map elements after the transaction, so
+// deleting in one transaction a chain and the element that pointed to it
+// fails with EBUSY. The caller deletes them in a later sync (stale.go).
+func writeChanges(tx *knftables.Transaction, changes []portChange) (gone []string) {
 	for i := range changes {
 		changes[i].old = orEmpty(changes[i].old)
 		changes[i].cur = orEmpty(changes[i].cur)
@@ -42,12 +46,9 @@ func writeChanges(tx *knftables.Transaction, changes []portChange) {
 	}
 	for _, c := range changes {
 		writeObjects(tx, c.old, c.cur)
+		gone = append(gone, goneChains(c.old, c.cur)...)
 	}
-	for _, c := range changes {
-		for _, name := range goneChains(c.old, c.cur) {
-			tx.Delete(&knftables.Chain{Name: name})
-		}
-	}
+	return gone
 }
 
 func orEmpty(r *portRules) *portRules {

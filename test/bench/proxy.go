@@ -92,6 +92,7 @@ type proxyResult struct {
 	both                int
 	first               proxySync
 	incremental         []proxySync
+	deferred            proxySync // the sync deleting the chains emptied by the changes
 	noChange            proxySync
 	undo                proxySync   // all changes undone in one sync
 	resync, fresh       []proxySync // full: new Proxier on the table; into an empty table
@@ -104,6 +105,10 @@ type proxyResult struct {
 	hostNote            string
 	total               time.Duration
 }
+
+// staleChainWait is past the proxier's delay before it deletes emptied
+// chains (1 s, as kube-proxy's).
+const staleChainWait = 1100 * time.Millisecond
 
 func runProxy(ctx context.Context, o options) error {
 	begin := time.Now()
@@ -229,6 +234,16 @@ func measureProxy(ctx context.Context, r *proxyResult) (err error) {
 		res, err := p.Sync(ctx, svcs, eps)
 		return proxySync{wall: time.Since(start), run: nft.run, list: nft.list, nfts: nft.calls, res: res}, err
 	}
+	// settle waits until the emptied chains are due and syncs, which
+	// deletes them; it checks that none is left.
+	settle := func(p *proxy.Proxier, svcs []*v1.Service, eps []*discoveryv1.EndpointSlice) (proxySync, error) {
+		time.Sleep(staleChainWait)
+		s, err := timedSync(p, svcs, eps)
+		if err == nil && p.Stats().StaleChains != 0 {
+			err = fmt.Errorf("%d stale chains left", p.Stats().StaleChains)
+		}
+		return s, err
+	}
 
 	if r.floorEmpty, err = measureFloors(ctx, base); err != nil {
 		return err
@@ -269,6 +284,12 @@ func measureProxy(ctx context.Context, r *proxyResult) (err error) {
 		r.incremental = append(r.incremental, s)
 	}
 
+	// Chains a change emptied are deleted by a later sync, once they have
+	// been unreferenced for a while (kernels before 6.2 refuse sooner):
+	// that sync, then one with nothing left to do.
+	if r.deferred, err = settle(p, svcs, eps); err != nil {
+		return fmt.Errorf("sync deleting stale chains: %w", err)
+	}
 	if r.noChange, err = timedSync(p, svcs, eps); err != nil {
 		return fmt.Errorf("sync without changes: %w", err)
 	}
@@ -291,6 +312,9 @@ func measureProxy(ctx context.Context, r *proxyResult) (err error) {
 	if r.undo.res.Full || len(r.undo.res.Changed) != len(touched) {
 		return fmt.Errorf("sync undoing the changes: full %v, %d service ports changed; want %d",
 			r.undo.res.Full, len(r.undo.res.Changed), len(touched))
+	}
+	if _, err := settle(p, svcs, eps); err != nil {
+		return fmt.Errorf("sync deleting stale chains after the undo: %w", err)
 	}
 	if r.verified, err = verifyTable(ctx, base, svcs, eps); err != nil {
 		return fmt.Errorf("after undoing the changes: %w", err)

@@ -49,8 +49,15 @@ func printProxyReport(r *proxyResult) {
 		if lo, hi := slices.Min(ops), slices.Max(ops); lo != hi {
 			opsText += fmt.Sprintf(" (%.0f-%.0f)", lo, hi)
 		}
-		if slices.Max(ops) == 0 {
+		nfts := 0
+		for _, x := range ss {
+			nfts = max(nfts, x.nfts)
+		}
+		switch {
+		case slices.Max(ops) == 0 && nfts == 0:
 			opsText += " (nft not run)"
+		case slices.Max(ops) == 0:
+			opsText += fmt.Sprintf(" + %d chain deletions", ss[0].res.DeletedChains)
 		}
 		listText := "-"
 		if slices.Max(list) > 0 {
@@ -64,6 +71,7 @@ func printProxyReport(r *proxyResult) {
 	for k := range numChangeKinds {
 		row("  "+k.String(), filterKind(r.incremental, k))
 	}
+	row("deferred deletion of emptied chains", []proxySync{r.deferred})
 	row("no change", []proxySync{r.noChange})
 	row(fmt.Sprintf("undo all %d changes (%d services) at once", len(r.incremental), len(r.undo.res.Changed)),
 		[]proxySync{r.undo})
