@@ -18,8 +18,8 @@
 #   node1 .. node9
 #         the nodes of multi-node networking tests: the same layout as test with "nodeN"
 #         in the names, but containerd runs in its own network namespace natest-nodeN,
-#         whose eth0 (10.99.0.(10+N)/24, default route via 10.99.0.1) is the peer of the
-#         veth natvN on the host bridge natestbr (10.99.0.1/24; created by the first node,
+#         whose eth0 (10.123.0.(10+N)/24, default route via 10.123.0.1) is the peer of the
+#         veth natvN on the host bridge natestbr (10.123.0.1/24; created by the first node,
 #         deleted with the last). Its CNI conf dir /var/lib/nodeagent-nodeN/cni/net.d starts
 #         empty: the agent writes the network config from its Node's pod CIDR (until then
 #         CRI reports NetworkReady=false). stop also deletes the namespace (and with it the
@@ -112,7 +112,7 @@ node[1-9])
 	# No CNI network of ours: the agent renders it into CNI_CONF_DIR.
 	BRIDGE="" SUBNET="" NETWORK=""
 	NETNS=natest-$INSTANCE
-	NODE_IP=10.99.0.$((10 + N))
+	NODE_IP=10.123.0.$((10 + N))
 	HOST_VETH=natv$N
 	;;
 *) usage ;;
@@ -124,9 +124,9 @@ RUNC_ROOT=$CD_STATE/runc
 # The node network: one host bridge for all node instances, the host's address on it is
 # every node's default gateway (and where a control plane on the host must listen).
 NODE_BRIDGE=natestbr
-NODE_GW=10.99.0.1
+NODE_GW=10.123.0.1
 NODE_PREFIX=24
-NODE_NET=10.99.0.0/$NODE_PREFIX
+NODE_NET=10.123.0.0/$NODE_PREFIX
 # Serialises bridge creation and deletion between nodes started or stopped in parallel.
 NODE_LOCK=/run/nodeagent-natestbr.lock
 NETNS=${NETNS:-}

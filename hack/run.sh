@@ -41,4 +41,4 @@ Stop with Ctrl-C (pods keep running, as with the kubelet); stop containerd with
 
 TXT
 exec "$ROOT/_output/bin/nodeagent" server --data-dir /var/lib/nodeagent --agent-config /etc/nodeagent/config.yaml \
-	--cni-conf-dir /etc/nodeagent/cni/net.d --cni-bin-dir /usr/lib/cni
+	--network-plugin=kubenet --cni-conf-dir /etc/nodeagent/cni/net.d --cni-bin-dir /usr/lib/cni --service-proxy

@@ -21,7 +21,7 @@ func serverCmd() *cobra.Command {
 		cfg         server.Config
 		verbosity   int
 		agentConfig string
-		agentNet    = localAgentNetwork{Plugin: agentconfig.NetworkPluginKubenet, CNIConfDir: agentconfig.DefaultCNIConfDir, CNIBinDirs: agentconfig.DefaultCNIBinDirs, ServiceProxy: true}
+		agentNet    = localAgentNetwork{CNIConfDir: agentconfig.DefaultCNIConfDir, CNIBinDirs: agentconfig.DefaultCNIBinDirs}
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -65,7 +65,7 @@ func serverCmd() *cobra.Command {
 	fs.StringVar(&cfg.DNSAddress, "dns-address", server.DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. When the default is in use, this host's IP on port 53 is tried; pods reach either at the host's IP.")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", server.DefaultClusterDomain, "DNS domain of the cluster: services are <svc>.<ns>.svc.<domain>.")
 	fs.StringSliceVar(&cfg.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
-	fs.StringVar(&cfg.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the cluster CA, which signs the certificates agents request).")
+	fs.StringVar(&cfg.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the kubelet-serving CA, <data-dir>/pki/kubelet-serving-ca.crt, which signs the serving certificates agents request and nothing else).")
 	fs.BoolVar(&cfg.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
 	fs.StringVar(&agentNet.Plugin, "network-plugin", agentNet.Plugin, "This host's agent: \"kubenet\" writes the CNI configuration for its node's pod CIDR (out of --cluster-cidr) and routes to other nodes; empty leaves the runtime's CNI configuration alone.")
 	fs.StringVar(&agentNet.CNIConfDir, "cni-conf-dir", agentNet.CNIConfDir, "This host's agent: the runtime's CNI configuration directory (with --network-plugin=kubenet).")

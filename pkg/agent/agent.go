@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -149,7 +150,7 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 	if rc == nil {
 		return nil, nil
 	}
-	var netCond func() v1.NodeCondition
+	var netCond func() (v1.NodeCondition, bool)
 	if kubenet != nil {
 		netCond = kubenet.Condition
 	}
@@ -183,7 +184,13 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	cfg, mgr, rt, api, nodeName, log := o.Config, p.mgr, p.rt, p.api, p.nodeName, p.log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 8)
+	// Room for every component's one outcome: no sender ever blocks, also
+	// after runComponents stopped reading.
+	errc := make(chan error, 16)
+	// joined are the components runComponents waits for when it returns
+	// (besides the pod manager and log rotation): they write routes and
+	// nftables rules, which must not outlive Run.
+	var joined sync.WaitGroup
 
 	file := make(chan []*v1.Pod, 1)
 	if cfg.StaticPodPath == "" {
@@ -219,11 +226,12 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 			errc <- err
 		}
 	}()
-	// Stop in reverse order: cancel, then wait for the workers and the log
-	// rotation to finish their CRI calls before the caller closes the
-	// runtime connection.
+	// Stop in reverse order: cancel, then wait for the joined components,
+	// and for the workers and the log rotation to finish their CRI calls
+	// before the caller closes the runtime connection.
 	defer func() {
 		cancel()
+		joined.Wait()
 		<-mgrDone
 		<-rotationDone
 	}()
@@ -251,12 +259,12 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		}
 	}
 	if p.kubenet != nil {
-		go func() { errc <- wrapServe("kubenet", p.kubenet.Run(ctx)) }()
+		goJoined(&joined, errc, "kubenet", func() error { return p.kubenet.Run(ctx) })
 	}
 	if runProxy, err := newServiceProxy(o, p.rc, p.metrics, log); err != nil {
 		return err
 	} else if runProxy != nil {
-		go func() { errc <- wrapServe("service proxy", runProxy(ctx)) }()
+		goJoined(&joined, errc, "service proxy", func() error { return runProxy(ctx) })
 	}
 	if done, err := startNodeAPI(ctx, o, p, health); err != nil {
 		return err
@@ -280,6 +288,19 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	case err := <-errc:
 		return err
 	}
+}
+
+// goJoined runs fn on a goroutine wg counts and sends its outcome to
+// errc, as the other components do. The send never blocks (errc has room
+// for every component, and a full one drops the outcome: the caller reads
+// only the first), so wg.Wait never hangs on it.
+func goJoined(wg *sync.WaitGroup, errc chan<- error, what string, fn func() error) {
+	wg.Go(func() {
+		select {
+		case errc <- wrapServe(what, fn()):
+		default:
+		}
+	})
 }
 
 func wrapServe(what string, err error) error {

@@ -22,9 +22,9 @@ const (
 )
 
 // newKubenet builds the agent's own pod network (--network-plugin=kubenet,
-// joined only); nil otherwise. onReady is called when the network first
-// becomes ready.
-func newKubenet(o Options, rc *rest.Config, nodeName string, onReady func(), log *slog.Logger) (*network.Kubenet, error) {
+// joined only); nil otherwise. onChange is called when its condition
+// changes. It opens nothing that needs closing: Kubenet.Run does.
+func newKubenet(o Options, rc *rest.Config, nodeName string, onChange func(), log *slog.Logger) (*network.Kubenet, error) {
 	if o.Flags.NetworkPlugin != agentconfig.NetworkPluginKubenet {
 		return nil, nil
 	}
@@ -55,7 +55,14 @@ func newKubenet(o Options, rc *rest.Config, nodeName string, onReady func(), log
 	if err != nil {
 		return nil, err
 	}
+	var clusterCIDRs []string
+	if o.Flags.ClusterCIDR != "" {
+		clusterCIDRs = []string{o.Flags.ClusterCIDR}
+	} else {
+		log.Warn("no --cluster-cidr: other nodes' pod CIDRs are checked only for their size and for holding node addresses")
+	}
 	return network.NewKubenet(network.KubenetConfig{
-		Client: client, NodeName: nodeName, Writer: w, Routes: routes, Masquerade: masq, Logger: log, OnReady: onReady,
+		Client: client, NodeName: nodeName, Writer: w, Routes: routes, ClusterCIDRs: clusterCIDRs,
+		Masquerade: masq, Logger: log, OnChange: onChange,
 	})
 }

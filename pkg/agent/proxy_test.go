@@ -1,10 +1,15 @@
 package agent
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/proxy"
 )
@@ -32,5 +37,20 @@ func TestServiceProxyMetricsOnAgentMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// Without the nft binary the service proxy is off and says so; the agent
+// goes on (its pods run).
+func TestServiceProxyOffWithoutNft(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var logs bytes.Buffer
+	o := Options{Flags: &agentconfig.Flags{ServiceProxy: true}}
+	run, err := newServiceProxy(o, &rest.Config{Host: "http://127.0.0.1:1"}, metrics.New("node1"), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || run != nil {
+		t.Fatalf("newServiceProxy without nft = %p, %v; want no proxy and no error", run, err)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "nft") {
+		t.Errorf("log lacks the error:\n%s", logs.String())
 	}
 }

@@ -88,7 +88,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CNIConfDir, "cni-conf-dir", f.CNIConfDir, "Directory the runtime reads CNI configurations from (with --network-plugin=kubenet).")
 	fs.StringSliceVar(&f.CNIBinDirs, "cni-bin-dir", f.CNIBinDirs, "Comma-separated directories of CNI plugin binaries (with --network-plugin=kubenet).")
 	fs.BoolVar(&f.ServiceProxy, "service-proxy", f.ServiceProxy, "Run the service proxy (kube-proxy's nftables mode) in the agent, joined only: Service ClusterIPs and NodePorts reach ready endpoints. Needs the nft binary.")
-	fs.StringVar(&f.ClusterCIDR, "cluster-cidr", f.ClusterCIDR, "Range of pod IPs: service traffic from outside it is masqueraded (with --service-proxy; empty: all of it).")
+	fs.StringVar(&f.ClusterCIDR, "cluster-cidr", f.ClusterCIDR, "Range of pod IPs: service traffic from outside it is masqueraded (with --service-proxy; empty: all of it), and kubenet routes only to other nodes' pod CIDRs inside it (with --network-plugin=kubenet).")
 	fs.IntVar(&f.NetworkPluginMTU, "network-plugin-mtu", f.NetworkPluginMTU, "MTU of the pod bridge; 0 is the plugin's default (with --network-plugin=kubenet).")
 }
 

@@ -167,7 +167,8 @@ type Flags struct {
 	// ready endpoints. Default: false (a cluster may run kube-proxy).
 	ServiceProxy bool
 	// ClusterCIDR is the pods' range: service traffic from outside it is
-	// masqueraded (kube-proxy's --cluster-cidr; empty: all of it).
+	// masqueraded (kube-proxy's --cluster-cidr; empty: all of it), and
+	// kubenet routes to no other node's pod CIDR outside it.
 	ClusterCIDR string
 }
 

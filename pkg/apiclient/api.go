@@ -63,8 +63,8 @@ type Config struct {
 	// NodeStatusUpdateFrequency is the kubelet's setting (default 10s).
 	NodeStatusUpdateFrequency time.Duration
 	// NetworkCondition reports NetworkUnavailable when the agent owns the
-	// pod network (nil: left alone).
-	NetworkCondition func() v1.NodeCondition
+	// pod network (nil: left alone); see NodeConfig.NetworkCondition.
+	NetworkCondition func() (v1.NodeCondition, bool)
 	Logger           *slog.Logger
 }
 

@@ -83,8 +83,10 @@ type NodeConfig struct {
 	KubeletPort int32
 	// NetworkCondition, when set, reports NetworkUnavailable (the agent
 	// owns the pod network: --network-plugin=kubenet); otherwise the
-	// condition is left to whoever sets it.
-	NetworkCondition func() v1.NodeCondition
+	// condition is left to whoever sets it. While it returns false (the
+	// network has not been looked at since the agent started) the Node
+	// keeps the condition it has: a restart must not flip it.
+	NetworkCondition func() (v1.NodeCondition, bool)
 	Logger           *slog.Logger
 	Now              func() time.Time
 }
@@ -293,7 +295,9 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 		ready,
 	}
 	if n.cfg.NetworkCondition != nil {
-		conds = append(conds, n.cfg.NetworkCondition())
+		if c, ok := n.cfg.NetworkCondition(); ok {
+			conds = append(conds, c)
+		}
 	}
 	for _, c := range conds {
 		c.LastHeartbeatTime, c.LastTransitionTime = now, now

@@ -243,19 +243,29 @@ func TestRegisterNodeWithLabelsMaxPodsAndReservations(t *testing.T) {
 }
 
 // With the agent owning the pod network, NetworkUnavailable is reported
-// as the network says; otherwise it is not touched.
+// as the network says once it has something to say; otherwise it is not
+// touched.
 func TestNodeStatusNetworkCondition(t *testing.T) {
 	rt := &fakeRuntime{}
 	rt.set(true, true, nil)
-	n, cs := newTestNode(t, rt, newClock())
+	clock := newClock()
+	n, cs := newTestNode(t, rt, clock)
 	if err := n.register(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Type != "" {
 		t.Fatalf("NetworkUnavailable without a network owner: %+v", c)
 	}
+	var synced bool
 	unavailable := v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: "NoRouteCreated", Message: "waiting"}
-	n.cfg.NetworkCondition = func() v1.NodeCondition { return unavailable }
+	n.cfg.NetworkCondition = func() (v1.NodeCondition, bool) { return unavailable, synced }
+	if err := n.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Type != "" {
+		t.Fatalf("NetworkUnavailable before the network's first sync: %+v", c)
+	}
+	synced = true
 	if err := n.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +273,30 @@ func TestNodeStatusNetworkCondition(t *testing.T) {
 		t.Fatalf("NetworkUnavailable = %+v", c)
 	}
 	unavailable = v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated"}
+	clock.Step(time.Minute)
 	if err := n.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Status != v1.ConditionFalse || c.Reason != "RouteCreated" {
-		t.Fatalf("NetworkUnavailable after the network is up = %+v", c)
+	up := condition(getNode(t, cs), v1.NodeNetworkUnavailable)
+	if up.Status != v1.ConditionFalse || up.Reason != "RouteCreated" {
+		t.Fatalf("NetworkUnavailable after the network is up = %+v", up)
+	}
+
+	// The agent restarts: until its network's first sync the Node keeps
+	// the condition it had (no True in between for the node lifecycle
+	// controller to taint the node on).
+	restarted, err := NewNodeStatus(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted.cfg.NetworkCondition = func() (v1.NodeCondition, bool) {
+		return v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: "NoRouteCreated", Message: "CNI config not written yet"}, false
+	}
+	clock.Step(time.Minute)
+	if err := restarted.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Status != v1.ConditionFalse || !c.LastTransitionTime.Equal(&up.LastTransitionTime) {
+		t.Fatalf("NetworkUnavailable after a restart, before the network's first sync = %+v; want it as it was: %+v", c, up)
 	}
 }

@@ -14,8 +14,19 @@ import (
 // the gateway of one of podCIDRs, as the kubelet's kubenet did: a node
 // whose pod CIDR changed (deleted and registered again) keeps its bridge,
 // and the bridge plugin refuses to work on one that holds the old
-// gateway. A missing bridge is fine (no pod started yet).
+// gateway. A missing bridge is fine (no pod started yet). Without a pod
+// CIDR it does nothing: it cannot tell a stale gateway from the current
+// one, as on a Node registered again before it is given its pod CIDR.
 func ClearBridgeAddresses(bridge string, podCIDRs []string) error {
+	keep := map[string]bool{}
+	for _, c := range podCIDRs {
+		if _, n, err := net.ParseCIDR(c); err == nil {
+			keep[gateway(n).String()] = true
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
 	ifi, err := net.InterfaceByName(bridge)
 	if err != nil {
 		return nil // not created yet
@@ -23,12 +34,6 @@ func ClearBridgeAddresses(bridge string, podCIDRs []string) error {
 	addrs, err := ifi.Addrs()
 	if err != nil {
 		return fmt.Errorf("addresses of %s: %w", bridge, err)
-	}
-	keep := map[string]bool{}
-	for _, c := range podCIDRs {
-		if _, n, err := net.ParseCIDR(c); err == nil {
-			keep[gateway(n).String()] = true
-		}
 	}
 	var stale []*net.IPNet
 	for _, a := range addrs {

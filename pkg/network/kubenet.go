@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,13 +31,18 @@ type KubenetConfig struct {
 	NodeName string
 	Writer   *ConfigWriter
 	Routes   *Routes
+	// ClusterCIDRs are the pods' ranges (the agent's --cluster-cidr),
+	// when known: another node's pod CIDR outside them is neither routed
+	// nor exempt from masquerade (RoutePolicy).
+	ClusterCIDRs []string
 	// Masquerade, when set, NATs pod traffic leaving the cluster (the
 	// CNI configuration then must not: IPMasq false).
 	Masquerade *Masquerade
 	Logger     *slog.Logger
-	// OnReady, when set, is called once the network first becomes ready
-	// (the node status is then sent without waiting for its period).
-	OnReady func()
+	// OnChange, when set, is called after the first sync and whenever
+	// the network becomes ready or stops being ready: the node status is
+	// then sent without waiting for its period.
+	OnChange func()
 }
 
 // Kubenet owns the node's pod network, as the kubelet's old kubenet
@@ -43,15 +50,20 @@ type KubenetConfig struct {
 // Node's pod CIDRs and keeps routes to the others' (host-gw). Condition
 // reports the outcome as the NetworkUnavailable node condition.
 type Kubenet struct {
-	cfg     KubenetConfig
-	nodes   corelisters.NodeLister
-	factory informers.SharedInformerFactory
-	synced  cache.InformerSynced
-	kick    chan struct{}
+	cfg            KubenetConfig
+	policy         RoutePolicy
+	nodes          corelisters.NodeLister
+	factory        informers.SharedInformerFactory
+	informerSynced cache.InformerSynced
+	kick           chan struct{}
+	// sync's own: what it last logged as refused, and whether the
+	// network was ready at its last run.
+	lastRefused string
+	wasReady    bool
 
 	mu       sync.Mutex
 	routeErr error
-	ready    bool
+	synced   bool // a sync reached the routes: Condition has something to say
 }
 
 // NewKubenet builds the Node informer; Run starts it.
@@ -59,12 +71,21 @@ func NewKubenet(cfg KubenetConfig) (*Kubenet, error) {
 	if cfg.Client == nil || cfg.NodeName == "" || cfg.Writer == nil || cfg.Routes == nil {
 		return nil, errors.New("network: kubenet needs Client, NodeName, Writer and Routes")
 	}
+	var policy RoutePolicy
+	for _, c := range cfg.ClusterCIDRs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return nil, fmt.Errorf("network: kubenet cluster CIDR: %w", err)
+		}
+		policy.ClusterCIDRs = append(policy.ClusterCIDRs, n)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	f := informers.NewSharedInformerFactory(cfg.Client, kubenetResync)
 	inf := f.Core().V1().Nodes()
-	k := &Kubenet{cfg: cfg, nodes: inf.Lister(), factory: f, synced: inf.Informer().HasSynced, kick: make(chan struct{}, 1)}
+	k := &Kubenet{cfg: cfg, policy: policy, nodes: inf.Lister(), factory: f, informerSynced: inf.Informer().HasSynced,
+		kick: make(chan struct{}, 1)}
 	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { k.trigger() },
 		UpdateFunc: func(old, cur any) { k.nodeUpdated(old, cur) },
@@ -99,12 +120,13 @@ func (k *Kubenet) trigger() {
 	}
 }
 
-// Run syncs on every relevant Node change until ctx ends.
+// Run syncs on every relevant Node change until ctx ends. It closes
+// Routes when it returns.
 func (k *Kubenet) Run(ctx context.Context) error {
+	defer k.cfg.Routes.Close()
 	k.factory.Start(ctx.Done())
 	defer k.factory.Shutdown()
-	defer k.cfg.Routes.Close()
-	if !cache.WaitForCacheSync(ctx.Done(), k.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), k.informerSynced) {
 		return nil
 	}
 	for {
@@ -124,20 +146,20 @@ func (k *Kubenet) sync(ctx context.Context) {
 	if err != nil {
 		return // not registered yet: its Add brings us back
 	}
-	cidrs := self.Spec.PodCIDRs
-	if len(cidrs) == 0 && self.Spec.PodCIDR != "" {
-		cidrs = []string{self.Spec.PodCIDR}
-	}
+	cidrs := podCIDRs(self)
 	if _, err := k.cfg.Writer.Sync(ctx, cidrs); err != nil {
 		k.cfg.Logger.Error("pod network configuration", "err", err)
-	} else if err := ClearBridgeAddresses(k.cfg.Writer.Bridge(), cidrs); err != nil {
-		k.cfg.Logger.Error("stale addresses on the pod bridge", "err", err)
+	} else if len(cidrs) > 0 { // the configuration is written for them
+		if err := ClearBridgeAddresses(k.cfg.Writer.Bridge(), cidrs); err != nil {
+			k.cfg.Logger.Error("stale addresses on the pod bridge", "err", err)
+		}
 	}
 	all, err := k.nodes.List(labels.Everything())
 	if err != nil {
 		return
 	}
-	plan := PlanRoutes(k.cfg.NodeName, all)
+	plan, refused := PlanRoutes(k.cfg.NodeName, all, k.policy)
+	k.logRefused(refused)
 	routeErr := k.cfg.Routes.Apply(ctx, plan)
 	if routeErr != nil {
 		k.cfg.Logger.Error("routes to other nodes' pod CIDRs", "err", routeErr)
@@ -150,33 +172,69 @@ func (k *Kubenet) sync(ctx context.Context) {
 		}
 	}
 	k.mu.Lock()
-	k.routeErr = routeErr
-	wasReady := k.ready
-	k.ready, _, _ = k.cfg.Writer.Status()
-	k.ready = k.ready && routeErr == nil
-	nowReady := k.ready
+	first := !k.synced
+	k.routeErr, k.synced = routeErr, true
 	k.mu.Unlock()
-	if nowReady && !wasReady {
+	ready, _, _ := k.status()
+	changed := ready != k.wasReady
+	k.wasReady = ready
+	if ready && changed {
 		k.cfg.Logger.Info("pod network ready", "routes", len(plan))
-		if k.cfg.OnReady != nil {
-			k.cfg.OnReady()
-		}
+	}
+	if (first || changed) && k.cfg.OnChange != nil {
+		k.cfg.OnChange()
 	}
 }
 
+// logRefused logs the pod CIDRs PlanRoutes refused when they differ from
+// the last sync's, not at every resync.
+func (k *Kubenet) logRefused(refused []RefusedCIDR) {
+	s := make([]string, len(refused))
+	for i, r := range refused {
+		s[i] = r.String()
+	}
+	key := strings.Join(s, "; ")
+	if key == k.lastRefused {
+		return
+	}
+	k.lastRefused = key
+	if len(refused) == 0 {
+		k.cfg.Logger.Info("no pod CIDR of another node refused any more")
+		return
+	}
+	k.cfg.Logger.Warn("pod CIDRs of other nodes refused: no route, no masquerade exemption", "refused", key)
+}
+
 // Condition is the NetworkUnavailable node condition: False once the
-// configuration is written and the routes are in place.
-func (k *Kubenet) Condition() v1.NodeCondition {
-	ready, reason, msg := k.cfg.Writer.Status()
+// configuration is written and the routes are in place. ok is false until
+// the first sync has finished: an agent that restarts must not report the
+// network unavailable before it has looked (the node lifecycle controller
+// would taint the node, then untaint it).
+func (k *Kubenet) Condition() (c v1.NodeCondition, ok bool) {
+	k.mu.Lock()
+	synced := k.synced
+	k.mu.Unlock()
+	if !synced {
+		return v1.NodeCondition{}, false
+	}
+	ready, reason, msg := k.status()
+	c = v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: reason, Message: msg}
+	if ready {
+		c.Status, c.Message = v1.ConditionFalse, "nodeagent (kubenet) configured the pod network and routes"
+	}
+	return c, true
+}
+
+// status is the network's readiness, with the reason and message of the
+// NetworkUnavailable condition: the configuration writer's outcome, unless
+// it is ready and the routes or the masquerade rules failed.
+func (k *Kubenet) status() (ready bool, reason, message string) {
+	ready, reason, message = k.cfg.Writer.Status()
 	k.mu.Lock()
 	routeErr := k.routeErr
 	k.mu.Unlock()
 	if ready && routeErr != nil {
-		ready, reason, msg = false, ReasonNoRouteCreated, oneLine(routeErr.Error())
+		return false, ReasonNoRouteCreated, oneLine(routeErr.Error())
 	}
-	c := v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionTrue, Reason: reason, Message: msg}
-	if ready {
-		c.Status, c.Message = v1.ConditionFalse, "nodeagent (kubenet) configured the pod network and routes"
-	}
-	return c
+	return ready, reason, message
 }

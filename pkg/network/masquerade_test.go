@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 )
 
@@ -36,5 +37,22 @@ func TestMasquerade(t *testing.T) {
 	}
 	if strings.Contains(dump, "10.244.2.0/24") || strings.Count(dump, " masquerade\n") != 1 {
 		t.Errorf("stale element or repeated rule:\n%s", dump)
+	}
+}
+
+// A pod CIDR PlanRoutes refuses is not exempt from masquerade either: a
+// node claiming 0.0.0.0/1 does not switch off the NAT of every pod.
+func TestMasqueradeExemptsOnlyPlannedCIDRs(t *testing.T) {
+	plan, refused := PlanRoutes("a", []*v1.Node{
+		node("a", []string{"10.244.0.0/24"}, "192.168.0.1"),
+		node("b", []string{"10.244.1.0/24"}, "192.168.0.2"),
+		node("h", []string{"0.0.0.0/1"}, "192.168.0.3"),
+	}, RoutePolicy{})
+	if len(refused) != 1 {
+		t.Fatalf("refused = %v; want the /1", refused)
+	}
+	_, dst := MasqueradePlan([]string{"10.244.0.0/24"}, plan)
+	if got := strings.Join(dst, ","); got != "10.244.0.0/24,10.244.1.0/24" {
+		t.Errorf("exempt destinations = %s; want only the pod CIDRs of a and b", got)
 	}
 }

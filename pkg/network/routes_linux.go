@@ -44,11 +44,13 @@ type Routes struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex    // one operation at a time on conn, so deadlines do not mix
-	conn   *netlink.Conn // nil after an interrupted operation, until the next one
+	conn   *netlink.Conn // nil until the first operation and after an interrupted one
 	closed bool
 }
 
-// NewRoutes opens a route netlink socket in cfg.NetNS.
+// NewRoutes checks cfg. The route netlink socket in cfg.NetNS is opened
+// by the first operation, so a Routes never used holds nothing; Close
+// closes it.
 func NewRoutes(cfg RoutesConfig) (*Routes, error) {
 	if cfg.Protocol == 0 {
 		cfg.Protocol = RouteProtocol
@@ -63,12 +65,8 @@ func NewRoutes(cfg RoutesConfig) (*Routes, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Routes{netns: cfg.NetNS, proto: cfg.Protocol, table: cfg.Table,
-		log: cfg.Logger.With("component", "routes")}
-	if err := r.dial(); err != nil {
-		return nil, fmt.Errorf("routes: %w", err)
-	}
-	return r, nil
+	return &Routes{netns: cfg.NetNS, proto: cfg.Protocol, table: cfg.Table,
+		log: cfg.Logger.With("component", "routes")}, nil
 }
 
 func (r *Routes) dial() error {
@@ -80,7 +78,7 @@ func (r *Routes) dial() error {
 	return nil
 }
 
-// Close closes the netlink socket.
+// Close closes the netlink socket, if one is open; later operations fail.
 func (r *Routes) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

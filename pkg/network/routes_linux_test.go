@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -176,4 +177,28 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// NewRoutes opens no socket: a Routes built and never used (the agent
+// failing before it starts kubenet) leaks nothing. The namespace is
+// entered at the first operation, which reports what went wrong.
+func TestNewRoutesOpensNothing(t *testing.T) {
+	f, err := os.Open(t.TempDir()) // a descriptor, but no network namespace
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := NewRoutes(RoutesConfig{NetNS: int(f.Fd()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("NewRoutes: %v; want no error before the first operation", err)
+	}
+	if r.conn != nil {
+		t.Error("NewRoutes opened a netlink socket")
+	}
+	if err := r.Apply(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "setns") {
+		t.Errorf("Apply in no namespace = %v; want the setns error", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
 // csrPEM is a PEM certificate request for cn/orgs with the given names.
@@ -71,40 +75,58 @@ func waitIssued(t *testing.T, cs kubernetes.Interface, name string) (*certificat
 	return csr, cert
 }
 
+// createNode creates an unschedulable node as cs with the given
+// addresses in its status.
+func createNode(t *testing.T, cs kubernetes.Interface, name string, addrs ...corev1.NodeAddress) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: true}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := clientset(t, adminConfig)
+	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}) })
+	n.Status.Addresses = addrs
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A node asks for its serving certificate through the API (as agents do
 // with serverTLSBootstrap): the controllers approve a request naming the
-// node's own name and address and sign it with the cluster CA; a request
-// for someone else's address stays pending until an administrator
-// approves it with kubectl, and a denied one is never signed.
+// node's own name and address and sign it with the kubelet-serving CA; a
+// request for someone else's address, another node's or the API server's
+// name stays pending until an administrator approves it with kubectl, and
+// a denied one is never signed.
 func TestCertificateSigningRequests(t *testing.T) {
-	const node = "e2e-csr-node"
-	nodeIP := net.ParseIP("192.0.2.77")
+	const node, other = "e2e-csr-node", "e2e-csr-other"
+	nodeIP, otherIP := net.ParseIP("192.0.2.77"), net.ParseIP("192.0.2.79")
 	admin := clientset(t, adminConfig)
 	ctx := context.Background()
-	names := []string{"e2e-csr-foreign", "e2e-csr-own", "e2e-csr-denied", "e2e-csr-client"}
+	names := []string{"e2e-csr-foreign", "e2e-csr-othernode", "e2e-csr-apiserver", "e2e-csr-own", "e2e-csr-denied", "e2e-csr-client"}
 	t.Cleanup(func() {
 		for _, n := range names {
 			_ = admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = admin.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
 	})
+	createNode(t, admin, other, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: otherIP.String()})
+	// The node reports the other node's address and the API server's name
+	// as its own too (it writes its status itself).
 	nodeCS := clientset(t, nodeKubeconfig(t, node))
-	n, err := nodeCS.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: corev1.NodeSpec{Unschedulable: true}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeIP.String()}, {Type: corev1.NodeHostName, Address: node}}
-	if _, err := nodeCS.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNode(t, nodeCS, node, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: nodeIP.String()},
+		corev1.NodeAddress{Type: corev1.NodeHostName, Address: node},
+		corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: otherIP.String()},
+		corev1.NodeAddress{Type: corev1.NodeHostName, Address: "kubernetes.default.svc"})
 
 	serving := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
 	nodeCN, nodeOrgs := "system:node:"+node, []string{"system:nodes"}
-	// Created first: the single worker has looked at it before the own
+	// Created first: the single worker has looked at them before the own
 	// request is issued.
 	foreign := newCSR(names[0], certificatesv1.KubeletServingSignerName, csrPEM(t, nodeCN, nodeOrgs, []string{node}, []net.IP{net.ParseIP("192.0.2.78")}), serving...)
-	own := newCSR(names[1], certificatesv1.KubeletServingSignerName, csrPEM(t, nodeCN, nodeOrgs, []string{node}, []net.IP{nodeIP}), serving...)
-	for _, csr := range []*certificatesv1.CertificateSigningRequest{foreign, own} {
+	otherNode := newCSR(names[1], certificatesv1.KubeletServingSignerName, csrPEM(t, nodeCN, nodeOrgs, []string{node}, []net.IP{nodeIP, otherIP}), serving...)
+	apiServer := newCSR(names[2], certificatesv1.KubeletServingSignerName, csrPEM(t, nodeCN, nodeOrgs, []string{node, "kubernetes.default.svc"}, []net.IP{nodeIP}), serving...)
+	own := newCSR(names[3], certificatesv1.KubeletServingSignerName, csrPEM(t, nodeCN, nodeOrgs, []string{node}, []net.IP{nodeIP}), serving...)
+	for _, csr := range []*certificatesv1.CertificateSigningRequest{foreign, otherNode, apiServer, own} {
 		if _, err := nodeCS.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("node creates %s: %v", csr.Name, err)
 		}
@@ -119,6 +141,15 @@ func TestCertificateSigningRequests(t *testing.T) {
 	checkChainsToCA(t, cert, x509.ExtKeyUsageServerAuth)
 	if !slices.Equal(cert.DNSNames, []string{node}) || len(cert.IPAddresses) != 1 || !cert.IPAddresses[0].Equal(nodeIP) {
 		t.Errorf("SANs = %v %v", cert.DNSNames, cert.IPAddresses)
+	}
+	for _, csr := range []*certificatesv1.CertificateSigningRequest{otherNode, apiServer} {
+		got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Status.Conditions) > 0 || len(got.Status.Certificate) > 0 {
+			t.Errorf("%s: status %+v, want it pending", csr.Name, got.Status)
+		}
 	}
 
 	out := mustKubectl(t, "get", "csr", foreign.Name, own.Name)
@@ -140,12 +171,14 @@ func TestCertificateSigningRequests(t *testing.T) {
 		t.Errorf("node approving a request: err = %v, want Forbidden", err)
 	}
 	mustKubectl(t, "certificate", "approve", foreign.Name)
-	if _, cert := waitIssued(t, admin, foreign.Name); !cert.IPAddresses[0].Equal(net.ParseIP("192.0.2.78")) {
+	_, cert = waitIssued(t, admin, foreign.Name)
+	if !cert.IPAddresses[0].Equal(net.ParseIP("192.0.2.78")) {
 		t.Errorf("approved by hand: SANs %v", cert.IPAddresses)
 	}
+	checkChainsToCA(t, cert, x509.ExtKeyUsageServerAuth)
 
-	denied := newCSR(names[2], certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "jane", nil, nil, nil), certificatesv1.UsageClientAuth)
-	client := newCSR(names[3], certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "jane", []string{"devs"}, nil, nil), certificatesv1.UsageClientAuth)
+	denied := newCSR(names[4], certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "jane", nil, nil, nil), certificatesv1.UsageClientAuth)
+	client := newCSR(names[5], certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "jane", []string{"devs"}, nil, nil), certificatesv1.UsageClientAuth)
 	for _, csr := range []*certificatesv1.CertificateSigningRequest{denied, client} {
 		if _, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -197,10 +230,34 @@ func TestCertificateSigningRequestValidation(t *testing.T) {
 	}
 }
 
+// checkChainsToCA: serving certificates chain to the kubelet-serving CA
+// alone, client certificates to the cluster CA alone.
 func checkChainsToCA(t *testing.T, cert *x509.Certificate, usage x509.ExtKeyUsage) {
 	t.Helper()
-	_, pool := clusterCA(t)
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-		t.Errorf("issued certificate does not verify against the cluster CA: %v", err)
+	signer, other := pki.CACertFile, pki.KubeletServingCACertFile
+	if usage == x509.ExtKeyUsageServerAuth {
+		signer, other = other, signer
 	}
+	opts := x509.VerifyOptions{Roots: caPool(t, signer), KeyUsages: []x509.ExtKeyUsage{usage}}
+	if _, err := cert.Verify(opts); err != nil {
+		t.Errorf("issued certificate does not verify against %s: %v", signer, err)
+	}
+	opts.Roots = caPool(t, other)
+	if _, err := cert.Verify(opts); err == nil {
+		t.Errorf("issued certificate verifies against %s", other)
+	}
+}
+
+// caPool reads one of the shared server's CAs.
+func caPool(t *testing.T, file string) *x509.CertPool {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(shared.cfg.DataDir, "pki", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("%s: no certificate", file)
+	}
+	return pool
 }

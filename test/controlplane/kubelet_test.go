@@ -35,9 +35,9 @@ import (
 )
 
 // fakeNode registers a node whose kubelet API is a fake (see kubelettest)
-// that trusts the shared server's CA, and creates pods bound to it. The
-// node never reports Ready and is unschedulable: no other test's pod
-// lands on it.
+// that trusts the shared server's cluster CA (for the API server's client
+// certificate), and creates pods bound to it. The node never reports
+// Ready and is unschedulable: no other test's pod lands on it.
 type fakeNode struct {
 	name    string
 	kubelet *kubelettest.Server
@@ -46,18 +46,14 @@ type fakeNode struct {
 
 func newFakeNode(t *testing.T, logs kubelettest.LogFunc) *fakeNode {
 	t.Helper()
-	return newFakeNodeServing(t, logs, true)
+	return newFakeNodeServing(t, logs, kubeletServingCert(t, pki.KubeletServingCACertFile, pki.KubeletServingCAKeyFile))
 }
 
-// newFakeNodeServing: with trusted false, the fake kubelet serves a
-// certificate the cluster CA did not sign (httptest's own).
-func newFakeNodeServing(t *testing.T, logs kubelettest.LogFunc, trusted bool) *fakeNode {
+// newFakeNodeServing: the fake kubelet serves the given certificate; none:
+// httptest's own, self-signed.
+func newFakeNodeServing(t *testing.T, logs kubelettest.LogFunc, serving ...tls.Certificate) *fakeNode {
 	t.Helper()
-	caPEM, pool := clusterCA(t)
-	var serving []tls.Certificate
-	if trusted {
-		serving = append(serving, kubeletServingCert(t, caPEM))
-	}
+	_, pool := clusterCA(t)
 	kubelet, err := kubelettest.New(pool, logs, serving...)
 	if err != nil {
 		t.Fatal(err)
@@ -99,15 +95,13 @@ func clusterCA(t *testing.T) ([]byte, *x509.CertPool) {
 	return caPEM, pool
 }
 
-// kubeletServingCert is a serving certificate for 127.0.0.1 signed by the
-// shared server's CA, which the API server verifies kubelets with.
-func kubeletServingCert(t *testing.T, caPEM []byte) tls.Certificate {
+// kubeletServingCert is a serving certificate for 127.0.0.1 signed by one
+// of the shared server's CAs: the kubelet-serving CA is the one the API
+// server verifies kubelets with.
+func kubeletServingCert(t *testing.T, caCertFile, caKeyFile string) tls.Certificate {
 	t.Helper()
-	keyPEM, err := os.ReadFile(filepath.Join(shared.cfg.DataDir, "pki", pki.CAKeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPair, err := tls.X509KeyPair(caPEM, keyPEM)
+	dir := filepath.Join(shared.cfg.DataDir, "pki")
+	caPair, err := tls.LoadX509KeyPair(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,17 +242,28 @@ func TestKubectlLogsFollow(t *testing.T) {
 }
 
 // The API server verifies kubelets' serving certificates with the
-// cluster CA: a kubelet serving another certificate gets no request.
+// kubelet-serving CA: a kubelet serving another certificate gets no
+// request, even one the cluster CA signed.
 func TestUntrustedKubeletRefused(t *testing.T) {
-	n := newFakeNodeServing(t, nil, false)
-	ns := namespace(t)
-	n.pod(t, ns, "web", true, "c")
-	out, stderr, err := kubectl(t, "-n", ns, "logs", "web")
-	if err == nil || out != "" || !strings.Contains(stderr, "x509: certificate signed by unknown authority") {
-		t.Errorf("logs from an untrusted kubelet: got %q %q %v, want a certificate error", out, stderr, err)
-	}
-	if _, ok := n.kubelet.Last("/containerLogs/" + ns + "/web/c"); ok {
-		t.Error("the untrusted kubelet was sent the request")
+	for _, c := range []struct {
+		name    string
+		serving []tls.Certificate
+	}{
+		{"self-signed", nil},
+		{"cluster CA", []tls.Certificate{kubeletServingCert(t, pki.CACertFile, pki.CAKeyFile)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := newFakeNodeServing(t, nil, c.serving...)
+			ns := namespace(t)
+			n.pod(t, ns, "web", true, "c")
+			out, stderr, err := kubectl(t, "-n", ns, "logs", "web")
+			if err == nil || out != "" || !strings.Contains(stderr, "x509: certificate signed by unknown authority") {
+				t.Errorf("logs from an untrusted kubelet: got %q %q %v, want a certificate error", out, stderr, err)
+			}
+			if _, ok := n.kubelet.Last("/containerLogs/" + ns + "/web/c"); ok {
+				t.Error("the untrusted kubelet was sent the request")
+			}
+		})
 	}
 }
 

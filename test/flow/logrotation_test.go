@@ -3,9 +3,12 @@ package flow
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
@@ -35,18 +38,24 @@ spec:
 
 	ctx, cancel := context.WithCancel(context.Background())
 	out := startKubectlOutput(t, ctx, cancel, "logs", "-f", "chatty")
-	lines := make(chan int, 1024)
+	// Read all the time: a reader that paused would hold the follow back
+	// behind kubectl's pipe while the files rotate on.
+	var mu sync.Mutex
+	var lines []int
 	go func() {
-		defer close(lines)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			lines <- chattyLine(sc.Text())
+			mu.Lock()
+			lines = append(lines, chattyLine(sc.Text()))
+			mu.Unlock()
 		}
 	}()
-	first, ok := <-lines
-	if !ok {
-		t.Fatal("logs -f printed nothing")
+	received := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
 	}
+	waitFor(t, apiTimeout, "logs -f to print", func() (bool, error) { return len(received()) > 0, nil })
 	before := rotatedFiles(dir)
 	waitFor(t, apiTimeout, "two rotations after the follow began", func() (bool, error) {
 		n := 0
@@ -58,17 +67,22 @@ spec:
 		return n >= 2, nil
 	})
 	// Every line up to the one being written now must come, in order.
-	target := lastLineOf(t, filepath.Join(dir, "0.log"))
-	prev := first
-	for n := range lines {
-		if n != prev+1 {
-			t.Fatalf("logs -f went from line %d to line %d (a gap or a repeat across rotation)", prev, n)
-		}
-		if prev = n; n >= target {
-			return
+	var target int
+	waitFor(t, apiTimeout, "a complete line in the current log", func() (bool, error) {
+		n, ok := lastLineOf(filepath.Join(dir, "0.log")) // just rotated: maybe empty
+		target = n
+		return ok, nil
+	})
+	waitFor(t, apiTimeout, fmt.Sprintf("logs -f to reach line %d", target), func() (bool, error) {
+		got := received()
+		return got[len(got)-1] >= target, nil
+	})
+	got := received()
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			t.Fatalf("logs -f went from line %d to line %d (a gap or a repeat across rotation)", got[i-1], got[i])
 		}
 	}
-	t.Fatalf("logs -f ended at line %d before line %d", prev, target)
 }
 
 // chattyLine is N of "line N padded ...", -1 for anything else.
@@ -92,20 +106,19 @@ func rotatedFiles(dir string) map[string]bool {
 	return out
 }
 
-// lastLineOf is the number of the last complete "line N" in a CRI log file.
-func lastLineOf(t *testing.T, path string) int {
-	t.Helper()
+// lastLineOf is the number of the last complete "line N" in a CRI log
+// file; false when it has none yet.
+func lastLineOf(path string) (int, bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return 0, false
 	}
 	rows := strings.Split(strings.TrimSpace(string(data)), "\n")
 	for i := len(rows) - 1; i >= 0; i-- {
 		f := strings.Fields(rows[i])
 		if len(f) >= 5 && f[2] == "F" && f[3] == "line" {
-			return lineNumber(f[4])
+			return lineNumber(f[4]), true
 		}
 	}
-	t.Fatalf("no complete line in %s", path)
-	return 0
+	return 0, false
 }

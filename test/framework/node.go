@@ -13,14 +13,14 @@ import (
 )
 
 // NodeGatewayIP is the host's address on the node network (the bridge
-// natestbr, 10.99.0.0/24) and every node's default gateway: what runs on
+// natestbr, 10.123.0.0/24) and every node's default gateway: what runs on
 // the host for the nodes (the API server, a registry) must listen on it (or
 // on 0.0.0.0) and be named by it — the nodes' 127.0.0.1 is their own.
-const NodeGatewayIP = "10.99.0.1"
+const NodeGatewayIP = "10.123.0.1"
 
 // NodeInstance is hack/containerd.sh's instance "node<n>" (n in 1..9): a
 // containerd in the network namespace natest-node<n> with the address
-// 10.99.0.(10+n) on the node network. Its CNI config directory
+// 10.123.0.(10+n) on the node network. Its CNI config directory
 // (/var/lib/nodeagent-node<n>/cni/net.d) starts empty: the agent writes it.
 // Other n give an instance hack/containerd.sh refuses.
 func NodeInstance(n int) Instance {
@@ -30,7 +30,7 @@ func NodeInstance(n int) Instance {
 		Socket:     "/run/nodeagent-" + name + "/containerd.sock",
 		CgroupRoot: "/nodeagent-" + name,
 		NetNS:      "natest-" + name,
-		NodeIP:     fmt.Sprintf("10.99.0.%d", 10+n),
+		NodeIP:     fmt.Sprintf("10.123.0.%d", 10+n),
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package network runs several nodes on one host, each an agent with its
 // own containerd in its own network namespace (hack/containerd.sh's node
-// instances, 10.99.0.1N on the bridge natestbr), joined to an in-process
-// control plane that listens on the node network's gateway 10.99.0.1. The
+// instances, 10.123.0.1N on the bridge natestbr), joined to an in-process
+// control plane that listens on the node network's gateway 10.123.0.1. The
 // agents own the pod network (--network-plugin=kubenet): CNI
 // configuration from their Node's pod CIDR and routes between nodes.
 package network

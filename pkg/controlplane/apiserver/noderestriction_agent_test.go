@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -134,8 +135,30 @@ func TestAgentPassesNodeRestriction(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 
+	// The node IPAM controller assigns the pod CIDR; the agent, restarted
+	// with one more label, registers again (an update of its whole Node)
+	// and reports its status: the pod CIDR it sends back is unchanged.
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType,
+		[]byte(`{"spec":{"podCIDR":"10.244.77.0/24","podCIDRs":["10.244.77.0/24"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("assign the pod CIDR: %v", err)
+	}
+	ns2, err := apiclient.NewNodeStatus(apiclient.NodeConfig{Client: c, NodeName: node, Runtime: readyRuntime{}, Logger: quiet,
+		Labels: map[string]string{"example.com/restarted": "1"}, UpdateFrequency: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ns2.Run(ctx) }()
+	select {
+	case <-ns2.Registered():
+	case <-time.After(15 * time.Second):
+		t.Fatal("node with a pod CIDR not registered again")
+	}
+
 	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil || len(n.Spec.Taints) != 1 || len(n.Status.Conditions) == 0 {
 		t.Errorf("node: %v taints %v conditions %v", err, n.Spec.Taints, n.Status.Conditions)
+	}
+	if n.Labels["example.com/restarted"] != "1" || n.Spec.PodCIDR != "10.244.77.0/24" {
+		t.Errorf("node after registering again: labels %v podCIDR %q", n.Labels, n.Spec.PodCIDR)
 	}
 }

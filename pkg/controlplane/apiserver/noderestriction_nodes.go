@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,7 +12,11 @@ import (
 
 // restrictNodeNode: a node writes only its own Node, and never what
 // would steer workloads to it (taints, reserved labels), widen what it
-// may read (configSource) or tie its lifetime to another object (owners).
+// may read (configSource), tie its lifetime to another object (owners) or
+// steer other nodes' traffic to it (podCIDR: kubenet routes every node's
+// pod CIDRs to it; only the node IPAM controller assigns them). Upstream
+// does not guard podCIDR (its registry only keeps a set one from
+// changing): that check is ours.
 func restrictNodeNode(node string, a *attributes) error {
 	requested := a.name
 	if a.op == admissionv1.Create {
@@ -29,6 +34,9 @@ func restrictNodeNode(node string, a *attributes) error {
 		if bad := forbiddenNodeLabels(n.Labels, nil); len(bad) > 0 {
 			return admissionForbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
+		if n.Spec.PodCIDR != "" || len(n.Spec.PodCIDRs) > 0 {
+			return admissionForbidden(a, "node %q is not allowed to set podCIDR", node)
+		}
 	case admissionv1.Update:
 		return restrictNodeUpdate(node, a, a.obj.(*v1.Node), a.old.(*v1.Node))
 	}
@@ -45,6 +53,9 @@ func restrictNodeUpdate(node string, a *attributes, n, old *v1.Node) error {
 	}
 	if !apiequality.Semantic.DeepEqual(n.OwnerReferences, old.OwnerReferences) {
 		return admissionForbidden(a, "node %q is not allowed to modify ownerReferences", node)
+	}
+	if n.Spec.PodCIDR != old.Spec.PodCIDR || !slices.Equal(n.Spec.PodCIDRs, old.Spec.PodCIDRs) {
+		return admissionForbidden(a, "node %q is not allowed to modify podCIDR", node)
 	}
 	if bad := forbiddenNodeLabels(n.Labels, old.Labels); len(bad) > 0 {
 		return admissionForbidden(a, "is not allowed to modify labels: %s", strings.Join(bad, ", "))

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func nodeUser(name string) User {
@@ -137,6 +138,40 @@ func TestNodeRestrictionNodes(t *testing.T) {
 			http.StatusForbidden, `nodes "nr-nodes-b" is forbidden: node "nr-nodes-a" is not allowed to modify node "nr-nodes-b"`},
 		{"another node's status", http.MethodPatch, nodes + "/nr-nodes-b/status", `{"status":{"phase":"Running"}}`,
 			http.StatusForbidden, `nodes "nr-nodes-b" is forbidden: node "nr-nodes-a" is not allowed to modify node "nr-nodes-b"`},
+	})
+}
+
+// Only the node IPAM controller (the admin here) gives a node its pod
+// CIDRs: kubenet routes them to the node, so a node choosing its own could
+// draw other traffic to itself. Beyond upstream, which lets a node set
+// them when it registers.
+func TestNodeRestrictionPodCIDR(t *testing.T) {
+	const name, nodes = "nr-cidr-a", "/api/v1/nodes"
+	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(ctxT(t), name, metav1.DeleteOptions{}) })
+	node := func(spec string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q},"spec":{%s}}`, name, spec)
+	}
+	const (
+		set    = `nodes "nr-cidr-a" is forbidden: node "nr-cidr-a" is not allowed to set podCIDR`
+		modify = `nodes "nr-cidr-a" is forbidden: node "nr-cidr-a" is not allowed to modify podCIDR`
+	)
+	runRestrictionCases(t, nodeUser(name), []restrictionCase{
+		{"register with pod CIDRs", http.MethodPost, nodes, node(`"podCIDR":"10.99.0.1/32","podCIDRs":["10.99.0.1/32"]`), http.StatusForbidden, set},
+		{"register with the legacy podCIDR only", http.MethodPost, nodes, node(`"podCIDR":"0.0.0.0/1"`), http.StatusForbidden, set},
+		{"register", http.MethodPost, nodes, node(""), http.StatusCreated, ""},
+		{"take a pod CIDR", http.MethodPatch, nodes + "/" + name, `{"spec":{"podCIDR":"10.244.9.0/24","podCIDRs":["10.244.9.0/24"]}}`, http.StatusForbidden, modify},
+		{"take the legacy podCIDR only", http.MethodPatch, nodes + "/" + name, `{"spec":{"podCIDR":"0.0.0.0/1"}}`, http.StatusForbidden, modify},
+	})
+	if _, err := client.CoreV1().Nodes().Patch(ctxT(t), name, types.StrategicMergePatchType,
+		[]byte(`{"spec":{"podCIDR":"10.244.9.0/24","podCIDRs":["10.244.9.0/24"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the IPAM controller's assignment: %v", err)
+	}
+	runRestrictionCases(t, nodeUser(name), []restrictionCase{
+		{"labels, pod CIDR kept", http.MethodPatch, nodes + "/" + name, `{"metadata":{"labels":{"example.com/x":"1"}}}`, http.StatusOK, ""},
+		{"its status", http.MethodPatch, nodes + "/" + name + "/status", `{"status":{"phase":"Running"}}`, http.StatusOK, ""},
+		{"change its pod CIDR", http.MethodPatch, nodes + "/" + name, `{"spec":{"podCIDR":"10.244.10.0/24","podCIDRs":["10.244.10.0/24"]}}`, http.StatusForbidden, modify},
+		{"widen the legacy podCIDR", http.MethodPatch, nodes + "/" + name, `{"spec":{"podCIDR":"0.0.0.0/1"}}`, http.StatusForbidden, modify},
+		{"clear its pod CIDR", http.MethodPatch, nodes + "/" + name, `{"spec":{"podCIDR":null,"podCIDRs":null}}`, http.StatusForbidden, modify},
 	})
 }
 

@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
 // The service IP range and node port range, as kubeadm's defaults.
 var (
-	serviceCIDR   = mustCIDR("10.96.0.0/12")
+	serviceCIDR   = mustCIDR(registry.ServiceClusterIPRange)
 	nodePortRange = [2]int32{30000, 32767}
 )
 
@@ -98,11 +100,24 @@ func freeIP(used map[string]bool) (string, error) {
 	base := big.NewInt(0).SetBytes(serviceCIDR.IP.To4())
 	ones, bits := serviceCIDR.Mask.Size()
 	size := int64(1) << (bits - ones)
-	for off := int64(2); off < size-1; off++ {
-		ip := net.IP(big.NewInt(0).Add(base, big.NewInt(off)).FillBytes(make([]byte, 4))).String()
-		if !used[ip] {
-			return ip, nil
+	// Upstream's static band (KEP-3070): chosen addresses come from above
+	// it first, so that addresses asked for by number (kube-dns's .10)
+	// are rarely taken already.
+	band := min(max(16, size/16), 256)
+	try := func(from, to int64) string {
+		for off := from; off < to; off++ {
+			ip := net.IP(big.NewInt(0).Add(base, big.NewInt(off)).FillBytes(make([]byte, 4))).String()
+			if !used[ip] {
+				return ip
+			}
 		}
+		return ""
+	}
+	if ip := try(band, size-1); ip != "" {
+		return ip, nil
+	}
+	if ip := try(2, band); ip != "" {
+		return ip, nil
 	}
 	return "", apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full"))
 }

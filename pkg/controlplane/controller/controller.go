@@ -14,7 +14,9 @@
 //   - rootcacert: publishes the cluster CA as the kube-root-ca.crt
 //     ConfigMap in every namespace (when Options.RootCA is set);
 //   - certificates: approves nodes' own certificate signing requests and
-//     signs approved ones with the cluster CA (when Options.Signer is set).
+//     signs approved ones: kubelet serving certificates with the
+//     kubelet-serving CA, client certificates with the cluster CA (when
+//     Options.Certificates has its signers).
 //
 // Each controller reports what it does as core/v1 events with upstream's
 // reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
@@ -58,9 +60,9 @@ type Options struct {
 	// as kube-root-ca.crt, upstream's --root-ca-file; nil runs no
 	// publisher (there is nothing to publish).
 	RootCA []byte
-	// Signer is the cluster CA that signs approved certificate signing
-	// requests; nil runs no certificate approver and signer.
-	Signer certificates.Signer
+	// Certificates are the CAs that sign approved certificate signing
+	// requests; without signers no certificate approver and signer runs.
+	Certificates certificates.Config
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -74,10 +76,16 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 		log = slog.Default()
 	}
 	factory := informers.NewSharedInformerFactory(client, ctrlutil.Resync)
-	// First: the only constructor that can fail (on its flags).
+	// First: the constructors that can fail (on their configuration).
 	ipam, err := nodeipam.New(client, factory, opts.NodeIPAM, log.With("controller", "nodeipam"))
 	if err != nil {
 		return err
+	}
+	var certs *certificates.Controller
+	if opts.Certificates != (certificates.Config{}) {
+		if certs, err = certificates.New(client, factory, opts.Certificates, log.With("controller", "certificates")); err != nil {
+			return err
+		}
 	}
 	rs := replicaset.New(client, factory, log.With("controller", "replicaset"))
 	dep := deployment.New(client, factory, log.With("controller", "deployment"))
@@ -86,10 +94,6 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
 	ep := endpoint.New(client, factory, log.With("controller", "endpoint"))
 	eps := endpointslice.New(client, factory, log.With("controller", "endpointslice"))
-	var certs *certificates.Controller
-	if opts.Signer != nil {
-		certs = certificates.New(client, factory, opts.Signer, log.With("controller", "certificates"))
-	}
 	var rootCA *rootcacert.Publisher
 	if len(opts.RootCA) > 0 {
 		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))

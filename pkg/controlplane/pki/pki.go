@@ -1,14 +1,12 @@
 package pki
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,6 +36,12 @@ const (
 	servingCommonName = "kube-apiserver"
 )
 
+// The CA of the kubelets' serving certificates (PKI.KubeletServingCA).
+const (
+	KubeletServingCACertFile = "kubelet-serving-ca.crt"
+	KubeletServingCAKeyFile  = "kubelet-serving-ca.key"
+)
+
 // The API server's client certificate towards kubelets, named as kubeadm
 // names it. The agents authorize it with a SubjectAccessReview. kubeadm
 // puts it in kubeadm:cluster-admins, which RBAC binds to cluster-admin;
@@ -65,10 +69,18 @@ type Options struct {
 
 // PKI is the loaded certificate directory.
 type PKI struct {
-	Dir    string
-	CACert *x509.Certificate
-	CAKey  crypto.Signer
-	CAPEM  []byte
+	Dir string
+	// CA is the cluster CA (ca.crt): it signs the API server's serving
+	// certificate and every client certificate, and everyone trusts it
+	// for the API server (kubeconfigs, kube-root-ca.crt). p.CACert,
+	// p.CAPEM, p.CertPool and p.SignRequest are its.
+	CA
+	// KubeletServingCA (kubelet-serving-ca.crt) signs only the kubelets'
+	// serving certificates (kubernetes.io/kubelet-serving requests, whose
+	// names come from what nodes report about themselves), and only the
+	// API server trusts it, to verify kubelets. Kept apart so that such a
+	// certificate can never pass for the API server.
+	KubeletServingCA CA
 	// ServingCertPath and ServingKeyPath hold the API server's serving pair.
 	ServingCertPath, ServingKeyPath string
 	// AdminCertPEM and AdminKeyPEM are the cluster-admin client credentials.
@@ -98,7 +110,11 @@ func Ensure(dir string, opts Options) (*PKI, error) {
 		ServingKeyPath:  filepath.Join(dir, ServingKeyFile),
 		now:             opts.Now,
 	}
-	if err := p.ensureCA(opts.Logger); err != nil {
+	var err error
+	if p.CA, err = ensureCA(dir, clusterCA, opts.Now, opts.Logger); err != nil {
+		return nil, err
+	}
+	if p.KubeletServingCA, err = ensureCA(dir, kubeletServingCA, opts.Now, opts.Logger); err != nil {
 		return nil, err
 	}
 	dnsNames, ips, err := servingSANs(opts)
@@ -126,14 +142,6 @@ func Ensure(dir string, opts Options) (*PKI, error) {
 	return p, nil
 }
 
-// CertPool returns a pool holding only the CA, for verifying clients and
-// the server.
-func (p *PKI) CertPool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.CACert)
-	return pool
-}
-
 // ServingCertificate loads the serving pair for a tls.Config.
 func (p *PKI) ServingCertificate() (tls.Certificate, error) {
 	return tls.LoadX509KeyPair(p.ServingCertPath, p.ServingKeyPath)
@@ -150,76 +158,6 @@ func (p *PKI) IssueClientCert(cn string, orgs []string, validity time.Duration) 
 		validity = LeafValidity
 	}
 	return p.issue(leafSpec{cn: cn, orgs: orgs, usage: x509.ExtKeyUsageClientAuth}, validity)
-}
-
-func (p *PKI) ensureCA(log *slog.Logger) error {
-	certPath, keyPath := filepath.Join(p.Dir, CACertFile), filepath.Join(p.Dir, CAKeyFile)
-	certPEM, certErr := os.ReadFile(certPath)
-	keyPEM, keyErr := os.ReadFile(keyPath)
-	switch {
-	case errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist):
-		return p.createCA(certPath, keyPath, log)
-	case certErr != nil:
-		return fmt.Errorf("read CA certificate: %w", certErr)
-	case keyErr != nil:
-		return fmt.Errorf("read CA key: %w", keyErr)
-	}
-	cert, key, err := parsePair(certPEM, keyPEM)
-	if err != nil {
-		return fmt.Errorf("CA in %s: %w (remove ca.crt and ca.key to create a new CA; every issued credential becomes invalid)", p.Dir, err)
-	}
-	if !cert.IsCA {
-		return fmt.Errorf("CA in %s: %s is not a CA certificate", p.Dir, CACertFile)
-	}
-	if p.now().After(cert.NotAfter) {
-		return fmt.Errorf("CA in %s expired on %s (remove ca.crt and ca.key to create a new CA)", p.Dir, cert.NotAfter.Format(time.RFC3339))
-	}
-	p.CACert, p.CAKey, p.CAPEM = cert, key, certPEM
-	return nil
-}
-
-func (p *PKI) createCA(certPath, keyPath string, log *slog.Logger) error {
-	key, err := newKey()
-	if err != nil {
-		return err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return err
-	}
-	now := p.now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "nodeagent-ca"},
-		NotBefore:             now.Add(-notBeforeSkew),
-		NotAfter:              now.Add(CAValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return fmt.Errorf("create CA: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	certPEM, keyPEM, err := encode(der, key)
-	if err != nil {
-		return err
-	}
-	// Key first: a lone key is an error on the next start, never a silent
-	// new CA over an old certificate.
-	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := writeFile(certPath, certPEM, 0o644); err != nil {
-		return err
-	}
-	log.Info("created cluster CA", "dir", p.Dir, "notAfter", cert.NotAfter)
-	p.CACert, p.CAKey, p.CAPEM = cert, key, certPEM
-	return nil
 }
 
 // leafSpec describes a certificate signed by the CA.
@@ -308,28 +246,6 @@ func (p *PKI) issue(spec leafSpec, validity time.Duration) (certPEM, keyPEM []by
 		return nil, nil, err
 	}
 	return encode(der, key)
-}
-
-// sign completes tmpl (serial, validity from now, bounded by the CA's own
-// life) and signs pub into it with the CA.
-func (p *PKI) sign(tmpl *x509.Certificate, pub any, validity time.Duration) ([]byte, error) {
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	now := p.now()
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = now.Add(-notBeforeSkew)
-	tmpl.NotAfter = now.Add(validity)
-	if tmpl.NotAfter.After(p.CACert.NotAfter) {
-		tmpl.NotAfter = p.CACert.NotAfter
-	}
-	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CACert, pub, p.CAKey)
-	if err != nil {
-		return nil, fmt.Errorf("issue certificate %q: %w", tmpl.Subject.CommonName, err)
-	}
-	return der, nil
 }
 
 // servingSANs lists the serving certificate's names: loopback, the host's
@@ -462,23 +378,4 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// SignRequest issues a certificate for a certificate signing request the
-// caller has checked: the request's subject, names and public key with
-// the given usages, valid for validity (bounded by the CA's own life).
-func (p *PKI) SignRequest(req *x509.CertificateRequest, keyUsage x509.KeyUsage, extUsages []x509.ExtKeyUsage, validity time.Duration) ([]byte, error) {
-	der, err := p.sign(&x509.Certificate{
-		Subject:        req.Subject,
-		KeyUsage:       keyUsage,
-		ExtKeyUsage:    extUsages,
-		DNSNames:       req.DNSNames,
-		IPAddresses:    req.IPAddresses,
-		EmailAddresses: req.EmailAddresses,
-		URIs:           req.URIs,
-	}, req.PublicKey, validity)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }

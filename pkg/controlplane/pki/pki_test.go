@@ -1,12 +1,16 @@
 package pki
 
 import (
+	"crypto"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +229,80 @@ func TestWriteKubeconfig(t *testing.T) {
 	}
 	if _, err := rest.TLSConfigFor(rc); err != nil {
 		t.Errorf("TLS config from kubeconfig: %v", err)
+	}
+}
+
+// The kubelet-serving CA is a CA of its own, kept across restarts: what it
+// signs does not verify against the cluster CA, and the other way round.
+func TestKubeletServingCA(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Ensure(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := p.KubeletServingCA
+	if !ca.CACert.IsCA || ca.CACert.Subject.CommonName != "nodeagent-kubelet-serving-ca" {
+		t.Fatalf("kubelet-serving CA: IsCA %v subject %v", ca.CACert.IsCA, ca.CACert.Subject)
+	}
+	if ca.CACert.Equal(p.CACert) || ca.CACert.PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(p.CACert.PublicKey) {
+		t.Fatal("kubelet-serving CA is the cluster CA")
+	}
+	onDisk, err := os.ReadFile(filepath.Join(dir, KubeletServingCACertFile))
+	if err != nil || string(onDisk) != string(ca.CAPEM) {
+		t.Errorf("%s: %v", KubeletServingCACertFile, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, KubeletServingCAKeyFile)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v", KubeletServingCAKeyFile, st, err)
+	}
+
+	key, err := newKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:n1"}, DNSNames: []string{"n1"},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := x509.ParseCertificateRequest(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := ca.SignRequest(req, x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := x509.VerifyOptions{DNSName: "n1", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	opts.Roots = ca.CertPool()
+	if _, err := c.Verify(opts); err != nil {
+		t.Errorf("does not verify against the kubelet-serving CA: %v", err)
+	}
+	opts.Roots = p.CertPool()
+	if _, err := c.Verify(opts); err == nil {
+		t.Error("a kubelet serving certificate verifies against the cluster CA")
+	}
+	opts = x509.VerifyOptions{Roots: ca.CertPool(), DNSName: "kubernetes.default.svc", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	if _, err := readCert(t, p.ServingCertPath).Verify(opts); err == nil {
+		t.Error("the API server's certificate verifies against the kubelet-serving CA")
+	}
+
+	again, err := Ensure(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.KubeletServingCA.CACert.Equal(ca.CACert) {
+		t.Error("kubelet-serving CA regenerated")
+	}
+	if err := os.Remove(filepath.Join(dir, KubeletServingCAKeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ensure(dir, testOpts); err == nil || !strings.Contains(err.Error(), "kubelet-serving CA") {
+		t.Errorf("kubelet-serving CA without its key: err = %v, want an error naming it", err)
 	}
 }

@@ -15,6 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// ServiceClusterIPRange is the range services' cluster IPs come from
+// (kube-apiserver's --service-cluster-ip-range; kubeadm's default). The
+// API server allocates from it; no node may have it in a serving
+// certificate (pkg/controlplane/controller/certificates).
+const ServiceClusterIPRange = "10.96.0.0/12"
+
 var services = &Resource{
 	GVK:          v1.SchemeGroupVersion.WithKind("Service"),
 	Plural:       "services",

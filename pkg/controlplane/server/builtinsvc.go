@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -107,6 +108,9 @@ func (b builtinEndpoint) slice() *discoveryv1.EndpointSlice {
 	return s
 }
 
+// errNotOurs: a built-in service name holds a service someone else made.
+var errNotOurs = errors.New("the service exists with a selector or another cluster IP: not ours, left alone")
+
 // runBuiltinEndpoints keeps the built-in services' endpoints until ctx
 // ends.
 func runBuiltinEndpoints(ctx context.Context, cfg Config, client kubernetes.Interface, log *slog.Logger) error {
@@ -117,9 +121,17 @@ func runBuiltinEndpoints(ctx context.Context, cfg Config, client kubernetes.Inte
 	}
 	t := time.NewTicker(builtinReconcileInterval)
 	defer t.Stop()
+	reported := map[string]bool{}
 	for {
 		for _, b := range want {
-			if err := ensureBuiltin(ctx, client, b); err != nil && ctx.Err() == nil {
+			err := ensureBuiltin(ctx, client, b)
+			switch {
+			case errors.Is(err, errNotOurs):
+				if !reported[b.name] {
+					log.Info("built-in service left alone", "service", b.namespace+"/"+b.name, "reason", err)
+					reported[b.name] = true
+				}
+			case err != nil && ctx.Err() == nil:
 				log.Warn("built-in service endpoints", "service", b.namespace+"/"+b.name, "err", err)
 			}
 		}
@@ -137,12 +149,15 @@ func ensureBuiltin(ctx context.Context, client kubernetes.Interface, b builtinEn
 	if b.name == "kube-dns" {
 		// Looked up first: the create of an existing service fails on its
 		// taken cluster IP before its name.
-		_, err := client.CoreV1().Services(b.namespace).Get(ctx, b.name, metav1.GetOptions{})
+		svc, err := client.CoreV1().Services(b.namespace).Get(ctx, b.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = client.CoreV1().Services(b.namespace).Create(ctx, kubeDNSService(), metav1.CreateOptions{})
+			svc, err = client.CoreV1().Services(b.namespace).Create(ctx, kubeDNSService(), metav1.CreateOptions{})
 		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if err != nil {
 			return fmt.Errorf("service (clusterIP %s): %w", KubeDNSServiceIP, err)
+		}
+		if svc.Spec.Selector != nil || svc.Spec.ClusterIP != KubeDNSServiceIP {
+			return errNotOurs // someone runs their own DNS (CoreDNS): leave it alone
 		}
 	}
 	ep := b.endpoints()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -54,5 +55,20 @@ func TestEnsureBuiltinCreatesAndRepairs(t *testing.T) {
 	ep, _ = cs.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if ep.Subsets[0].Addresses[0].IP != "192.0.2.4" {
 		t.Errorf("endpoints not repaired: %+v", ep.Subsets)
+	}
+}
+
+// A kube-dns someone else runs (CoreDNS with a selector) is left alone.
+func TestEnsureBuiltinLeavesForeignDNS(t *testing.T) {
+	ctx := context.Background()
+	foreign := kubeDNSService()
+	foreign.Spec.Selector = map[string]string{"k8s-app": "kube-dns"}
+	cs := fake.NewClientset(foreign)
+	c := Config{BindAddress: "192.0.2.4", SecurePort: 6443, DNSAddress: "192.0.2.4:53"}
+	if err := ensureBuiltin(ctx, cs, c.builtinEndpoints()[1]); !errors.Is(err, errNotOurs) {
+		t.Fatalf("err = %v, want errNotOurs", err)
+	}
+	if _, err := cs.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err == nil {
+		t.Error("endpoints written for a foreign kube-dns")
 	}
 }

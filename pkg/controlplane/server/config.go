@@ -70,8 +70,9 @@ type Config struct {
 
 	// KubeletCertificateAuthority is the PEM file that verifies the
 	// kubelets' serving certificates (kube-apiserver's
-	// --kubelet-certificate-authority); empty: the cluster CA, which signs
-	// the serving certificates agents request (serverTLSBootstrap).
+	// --kubelet-certificate-authority); empty: the kubelet-serving CA
+	// (pki/kubelet-serving-ca.crt), which signs the serving certificates
+	// agents request (serverTLSBootstrap) and nothing else.
 	// KubeletInsecureTLS skips the verification, as kube-apiserver does
 	// without the flag, for kubelets that serve self-signed certificates.
 	KubeletCertificateAuthority string

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
@@ -215,7 +216,8 @@ func Run(ctx context.Context, cfg Config) error {
 	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
 	runClient(func() error {
 		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
-			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM, Signer: p})
+			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM,
+				Certificates: certificates.Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA}})
 	})
 	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
 	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
@@ -291,14 +293,15 @@ func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// kubeletCAs is the pool that verifies kubelets' serving certificates;
-// nil skips the verification.
+// kubeletCAs is the pool that verifies kubelets' serving certificates:
+// by default the kubelet-serving CA, which signs the serving certificates
+// agents request (and nothing else trusts); nil skips the verification.
 func (c *Config) kubeletCAs(p *pki.PKI) (*x509.CertPool, error) {
 	switch {
 	case c.KubeletInsecureTLS:
 		return nil, nil
 	case c.KubeletCertificateAuthority == "":
-		return p.CertPool(), nil
+		return p.KubeletServingCA.CertPool(), nil
 	}
 	pool, err := certutil.NewPool(c.KubeletCertificateAuthority)
 	if err != nil {

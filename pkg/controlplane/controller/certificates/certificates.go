@@ -3,9 +3,10 @@ package certificates
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -24,36 +25,62 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
-// Signer issues a certificate for a checked request (the cluster CA:
-// pki.PKI).
+// Signer issues a certificate for a checked request (a pki.CA).
 type Signer interface {
 	SignRequest(req *x509.CertificateRequest, keyUsage x509.KeyUsage, extUsages []x509.ExtKeyUsage, validity time.Duration) ([]byte, error)
+}
+
+// Config says which CA signs what.
+type Config struct {
+	// ServingSigner signs kubernetes.io/kubelet-serving requests: the
+	// kubelet-serving CA, which only the API server trusts, to verify
+	// kubelets. Never the cluster CA: a serving request names what a node
+	// reports about itself.
+	ServingSigner Signer
+	// ClientSigner signs kubernetes.io/kube-apiserver-client-kubelet and
+	// kubernetes.io/kube-apiserver-client requests: the cluster CA, which
+	// the API server verifies client certificates with.
+	ClientSigner Signer
 }
 
 // Controller approves and signs requests.
 type Controller struct {
 	client kubernetes.Interface
-	signer Signer
+	cas    map[string]Signer // the CA of each signer name
 	csrs   certlisters.CertificateSigningRequestLister
 	nodes  corelisters.NodeLister
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string] // request names
 	log    *slog.Logger
+
+	// pendingWhy is why each request was last left pending: a new reason
+	// is logged at Info, the same again (every node change requeues the
+	// pending serving requests) at Debug.
+	mu         sync.Mutex
+	pendingWhy map[string]string
 }
 
 // New registers the controller's informers with factory; start the
 // factory after New and before Run.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, signer Signer, log *slog.Logger) *Controller {
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config, log *slog.Logger) (*Controller, error) {
+	if cfg.ServingSigner == nil || cfg.ClientSigner == nil {
+		return nil, errors.New("certificates: a serving signer and a client signer are both required")
+	}
 	csrInf := factory.Certificates().V1().CertificateSigningRequests()
 	nodeInf := factory.Core().V1().Nodes()
 	c := &Controller{
 		client: client,
-		signer: signer,
-		csrs:   csrInf.Lister(),
-		nodes:  nodeInf.Lister(),
-		synced: []cache.InformerSynced{csrInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		queue:  ctrlutil.NewQueue[string]("certificate"),
-		log:    log,
+		cas: map[string]Signer{
+			certificatesv1.KubeletServingSignerName:             cfg.ServingSigner,
+			certificatesv1.KubeAPIServerClientKubeletSignerName: cfg.ClientSigner,
+			certificatesv1.KubeAPIServerClientSignerName:        cfg.ClientSigner,
+		},
+		csrs:       csrInf.Lister(),
+		nodes:      nodeInf.Lister(),
+		synced:     []cache.InformerSynced{csrInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+		queue:      ctrlutil.NewQueue[string]("certificate"),
+		log:        log,
+		pendingWhy: map[string]string{},
 	}
 	enqueue := func(obj any) {
 		if csr, ok := ctrlutil.Unwrap(obj).(*certificatesv1.CertificateSigningRequest); ok {
@@ -63,13 +90,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, s
 	_, _ = csrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, cur any) { enqueue(cur) },
+		DeleteFunc: enqueue, // to forget it
 	})
-	// A serving request may wait for its node's addresses.
+	// A serving request may wait for its node's addresses, or for another
+	// node to let go of one.
 	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.nodeChanged,
 		UpdateFunc: func(_, cur any) { c.nodeChanged(cur) },
+		DeleteFunc: c.nodeChanged,
 	})
-	return c
+	return c, nil
 }
 
 // Run handles requests with the given number of workers until ctx ends.
@@ -78,18 +108,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return ctrlutil.RunWorkers(ctx, c.log, c.queue, workers, c.sync, c.synced...)
 }
 
-// nodeChanged requeues the node's pending requests.
-func (c *Controller) nodeChanged(obj any) {
-	node, ok := obj.(*v1.Node)
-	if !ok {
-		return
-	}
+// nodeChanged requeues the pending serving requests: a node's names and
+// addresses decide its own requests and those of every other node.
+func (c *Controller) nodeChanged(any) {
 	list, err := c.csrs.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, csr := range list {
-		if csr.Spec.Username == nodeUserPrefix+node.Name && pending(csr) {
+		if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName && pending(csr) {
 			c.queue.Add(csr.Name)
 		}
 	}
@@ -98,12 +125,16 @@ func (c *Controller) nodeChanged(obj any) {
 func (c *Controller) sync(ctx context.Context, name string) error {
 	csr, err := c.csrs.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.leftPending(name, "")
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get certificate signing request %s: %w", name, err)
 	}
-	if _, known := signers[csr.Spec.SignerName]; !known || len(csr.Status.Certificate) > 0 ||
+	if !pending(csr) {
+		c.leftPending(name, "")
+	}
+	if _, known := c.cas[csr.Spec.SignerName]; !known || len(csr.Status.Certificate) > 0 ||
 		hasCondition(csr, certificatesv1.CertificateDenied) || hasCondition(csr, certificatesv1.CertificateFailed) {
 		return nil
 	}
@@ -118,13 +149,18 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 }
 
 func (c *Controller) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) error {
-	var node *v1.Node
-	if n, err := c.nodes.Get(strings.TrimPrefix(req.Subject.CommonName, nodeUserPrefix)); err == nil {
-		node = n
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
 	}
-	ok, msg, why := approval(csr, req, node)
+	ok, msg, why := approval(csr, req, nodes)
 	if !ok {
-		c.log.Debug("leaving certificate signing request pending", "csr", csr.Name, "signer", csr.Spec.SignerName, "reason", why)
+		level := slog.LevelInfo
+		if !c.leftPending(csr.Name, why) {
+			level = slog.LevelDebug
+		}
+		c.log.Log(ctx, level, "leaving certificate signing request pending", "csr", csr.Name,
+			"requester", csr.Spec.Username, "signer", csr.Spec.SignerName, "reason", why)
 		return nil
 	}
 	csr = csr.DeepCopy()
@@ -149,7 +185,7 @@ func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSi
 		c.log.Info("refusing to sign certificate signing request", "csr", csr.Name, "err", err)
 	} else {
 		ku, ext := x509Usages(csr.Spec.Usages)
-		cert, err := c.signer.SignRequest(req, ku, ext, validity(csr))
+		cert, err := c.cas[csr.Spec.SignerName].SignRequest(req, ku, ext, validity(csr))
 		if err != nil {
 			return fmt.Errorf("sign %s: %w", csr.Name, err)
 		}
@@ -159,6 +195,20 @@ func (c *Controller) sign(ctx context.Context, csr *certificatesv1.CertificateSi
 		return fmt.Errorf("update certificate signing request %s: %w", csr.Name, err)
 	}
 	return nil
+}
+
+// leftPending records why the request is left pending ("": it is not, or
+// gone) and reports whether that is news.
+func (c *Controller) leftPending(name, why string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if why == "" {
+		delete(c.pendingWhy, name)
+		return false
+	}
+	news := c.pendingWhy[name] != why
+	c.pendingWhy[name] = why
+	return news
 }
 
 func pending(csr *certificatesv1.CertificateSigningRequest) bool {

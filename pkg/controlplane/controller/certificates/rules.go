@@ -3,7 +3,7 @@ package certificates
 import (
 	"crypto/x509"
 	"fmt"
-	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +11,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
 // Upstream's node identities.
@@ -126,9 +128,11 @@ func validity(csr *certificatesv1.CertificateSigningRequest) time.Duration {
 
 // approval decides whether to approve a request automatically: a node
 // asking for its own client certificate, or for a serving certificate
-// that names only itself and its own addresses. ok false leaves the
-// request pending; why says what is missing, for the log.
-func approval(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest, node *v1.Node) (ok bool, msg, why string) {
+// that names only itself and its own addresses, none of them reserved
+// (see reserved). nodes are all the Nodes (the requester's among them).
+// ok false leaves the request pending; why says what is missing, for the
+// log.
+func approval(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest, nodes []*v1.Node) (ok bool, msg, why string) {
 	_, known := signers[csr.Spec.SignerName]
 	if !known || csr.Spec.SignerName == certificatesv1.KubeAPIServerClientSignerName {
 		return false, "", "not a node signer"
@@ -142,10 +146,15 @@ func approval(csr *certificatesv1.CertificateSigningRequest, req *x509.Certifica
 	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
 		return true, "Auto approving self kubelet client certificate after SubjectAccessReview.", ""
 	}
-	if node == nil {
+	name := strings.TrimPrefix(req.Subject.CommonName, nodeUserPrefix)
+	i := slices.IndexFunc(nodes, func(n *v1.Node) bool { return n.Name == name })
+	if i < 0 {
 		return false, "", "its Node does not exist"
 	}
-	if err := ownNames(req, node); err != nil {
+	if err := reserved(req, nodes[i], nodes); err != nil {
+		return false, "", err.Error()
+	}
+	if err := ownNames(req, nodes[i]); err != nil {
 		return false, "", err.Error()
 	}
 	return true, "Auto approving kubelet serving certificate for the node's own names and addresses.", ""
@@ -154,27 +163,95 @@ func approval(csr *certificatesv1.CertificateSigningRequest, req *x509.Certifica
 // ownNames: every DNS name is the node's name or a host name it reports,
 // every IP one of its addresses.
 func ownNames(req *x509.CertificateRequest, node *v1.Node) error {
-	names := sets.New(node.Name)
-	ips := sets.New[string]()
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
-			names.Insert(a.Address)
-		case v1.NodeInternalIP, v1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				ips.Insert(ip.String())
-			}
-		}
-	}
+	names, ips := nodeNames(node)
 	for _, n := range req.DNSNames {
 		if !names.Has(n) {
 			return fmt.Errorf("DNS name %q is not one of node %s's names", n, node.Name)
 		}
 	}
 	for _, ip := range req.IPAddresses {
-		if !ips.Has(ip.String()) {
+		if a, ok := netip.AddrFromSlice(ip); !ok || !ips.Has(a.Unmap()) {
 			return fmt.Errorf("IP address %s is not one of node %s's addresses", ip, node.Name)
 		}
 	}
 	return nil
+}
+
+// serviceCIDR is where the API server's own service IP (and every other
+// service's) comes from.
+var serviceCIDR = netip.MustParsePrefix(registry.ServiceClusterIPRange)
+
+// apiServerNames are the API server's names, which its own serving
+// certificate has: its service's (kubernetes.default.svc.<domain> for any
+// domain too) and localhost.
+var apiServerNames = sets.New("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+
+// reserved refuses what a node's serving certificate may not name, even
+// if the node reports it in its status (which the node writes itself): an
+// address that is not a node's own (loopback, unspecified, link-local,
+// multicast) or a service's, an address or name another Node reports, a
+// wildcard, and the API server's names.
+func reserved(req *x509.CertificateRequest, node *v1.Node, nodes []*v1.Node) error {
+	otherNames, otherIPs := map[string]string{}, map[netip.Addr]string{}
+	for _, n := range nodes {
+		if n.Name == node.Name {
+			continue
+		}
+		names, ips := nodeNames(n)
+		for name := range names {
+			otherNames[canonicalDNS(name)] = n.Name
+		}
+		for ip := range ips {
+			otherIPs[ip] = n.Name
+		}
+	}
+	for _, n := range req.DNSNames {
+		name := canonicalDNS(n)
+		switch {
+		case strings.Contains(name, "*"):
+			return fmt.Errorf("DNS name %q is a wildcard", n)
+		case apiServerNames.Has(name) || strings.HasPrefix(name, "kubernetes.default.svc.") || strings.HasSuffix(name, ".localhost"):
+			return fmt.Errorf("DNS name %q is the API server's", n)
+		case otherNames[name] != "":
+			return fmt.Errorf("DNS name %q belongs to node %s", n, otherNames[name])
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		a, ok := netip.AddrFromSlice(ip)
+		a = a.Unmap()
+		switch {
+		case !ok:
+			return fmt.Errorf("IP address %v is malformed", ip)
+		case a.IsLoopback(), a.IsUnspecified(), a.IsLinkLocalUnicast(), a.IsMulticast():
+			return fmt.Errorf("IP address %s is loopback, unspecified, link-local or multicast", a)
+		case serviceCIDR.Contains(a):
+			return fmt.Errorf("IP address %s is in the service CIDR %s", a, serviceCIDR)
+		case otherIPs[a] != "":
+			return fmt.Errorf("IP address %s belongs to node %s", a, otherIPs[a])
+		}
+	}
+	return nil
+}
+
+// nodeNames is what a Node reports as its names (its own, host and DNS
+// names) and its IP addresses.
+func nodeNames(node *v1.Node) (sets.Set[string], sets.Set[netip.Addr]) {
+	names, ips := sets.New(node.Name), sets.New[netip.Addr]()
+	for _, a := range node.Status.Addresses {
+		switch a.Type {
+		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
+			names.Insert(a.Address)
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				ips.Insert(ip.Unmap())
+			}
+		}
+	}
+	return names, ips
+}
+
+// canonicalDNS is how TLS clients compare names: case-insensitively,
+// without a trailing dot.
+func canonicalDNS(name string) string {
+	return strings.TrimSuffix(strings.ToLower(name), ".")
 }

@@ -1,11 +1,8 @@
 package certificates
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
+	"encoding/pem"
 	"net"
 	"strings"
 	"testing"
@@ -17,74 +14,118 @@ import (
 
 func request(t *testing.T, cn string, orgs, dns []string, ips ...string) *x509.CertificateRequest {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}, DNSNames: dns}
-	for _, ip := range ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := x509.ParseCertificateRequest(der)
+	block, _ := pem.Decode(requestPEM(t, cn, orgs, dns, ips...))
+	req, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return req
 }
 
+func node(name string, addrs ...v1.NodeAddress) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Addresses: addrs}}
+}
+
+type approvalCase struct {
+	name     string
+	signer   string
+	user     string
+	groups   []string
+	usages   []certificatesv1.KeyUsage
+	req      *x509.CertificateRequest
+	nodes    []*v1.Node
+	approve  bool
+	whyMatch string
+}
+
 func TestApproval(t *testing.T) {
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeHostName, Address: "n1.example"},
-	}}}
+	ip := func(a string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeInternalIP, Address: a} }
+	host := func(a string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeHostName, Address: a} }
+	// n1 reports, besides its own, what the reserved rules refuse: the
+	// node writes its status itself.
+	n1 := node("n1", ip("10.0.0.5"), host("n1.example"),
+		ip("127.0.0.1"), ip("::1"), ip("0.0.0.0"), ip("169.254.10.1"), ip("fe80::1"), ip("10.96.0.1"), ip("10.100.3.4"),
+		ip("10.0.0.7"), v1.NodeAddress{Type: v1.NodeExternalIP, Address: "203.0.113.9"},
+		host("n2"), host("n2.example"), host("N3.Example"),
+		host("localhost"), host("kubernetes"), host("kubernetes.default"), host("kubernetes.default.svc"),
+		host("kubernetes.default.svc.cluster.local"), host("kubernetes.default.svc.corp.example"), host("*.example"))
+	n2 := node("n2", ip("10.0.0.7"), host("n2.example"), v1.NodeAddress{Type: v1.NodeExternalIP, Address: "203.0.113.9"})
+	n3 := node("n3", v1.NodeAddress{Type: v1.NodeInternalDNS, Address: "n3.example"})
+	all := []*v1.Node{n1, n2, n3}
 	nodeGroups := []string{"system:nodes", "system:authenticated"}
 	serving := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
 	client := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 	nodes := []string{"system:nodes"}
-	cases := []struct {
-		name     string
-		signer   string
-		user     string
-		groups   []string
-		usages   []certificatesv1.KeyUsage
-		req      *x509.CertificateRequest
-		node     *v1.Node
-		approve  bool
-		whyMatch string
-	}{
+	own := func(dns []string, ips ...string) *x509.CertificateRequest {
+		return request(t, "system:node:n1", nodes, dns, ips...)
+	}
+	cases := []approvalCase{
 		{"own serving", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, []string{"n1", "n1.example"}, "10.0.0.5"), node, true, ""},
+			own([]string{"n1", "n1.example"}, "10.0.0.5"), all, true, ""},
+		{"own serving, no other nodes", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
+			own([]string{"n1"}, "10.0.0.5"), []*v1.Node{n1}, true, ""},
 		{"foreign IP", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, []string{"n1"}, "10.0.0.6"), node, false, "10.0.0.6 is not one of"},
+			own([]string{"n1"}, "10.0.0.6"), all, false, "10.0.0.6 is not one of"},
 		{"foreign name", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, []string{"api.example"}), node, false, `"api.example" is not one of`},
+			own([]string{"api.example"}), all, false, `"api.example" is not one of`},
 		{"other node's request", certificatesv1.KubeletServingSignerName, "system:node:n2", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, []string{"n1"}), node, false, "not by the node it names"},
+			own([]string{"n1"}), all, false, "not by the node it names"},
 		{"no node object", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, []string{"n1"}), nil, false, "Node does not exist"},
+			own([]string{"n1"}), []*v1.Node{n2}, false, "Node does not exist"},
 		{"client usage on serving signer", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, client,
-			request(t, "system:node:n1", nodes, []string{"n1"}), node, false, "not allowed"},
+			own([]string{"n1"}), all, false, "not allowed"},
 		{"serving without SANs", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", nodes, nil), node, false, "at least one DNS or IP"},
+			own(nil), all, false, "at least one DNS or IP"},
 		{"wrong organization", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
-			request(t, "system:node:n1", []string{"system:masters"}, []string{"n1"}), node, false, "organization"},
+			request(t, "system:node:n1", []string{"system:masters"}, []string{"n1"}), all, false, "organization"},
 		{"own client", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", nodeGroups, client,
-			request(t, "system:node:n1", nodes, nil), nil, true, ""},
+			own(nil), nil, true, ""},
 		{"client with SANs", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", nodeGroups, client,
-			request(t, "system:node:n1", nodes, []string{"n1"}), nil, false, "subjectAltNames are not allowed"},
+			own([]string{"n1"}), nil, false, "subjectAltNames are not allowed"},
 		{"user client", certificatesv1.KubeAPIServerClientSignerName, "jane", nil, client,
 			request(t, "jane", nil, nil), nil, false, "not a node signer"},
 		{"unknown signer", "example.com/x", "system:node:n1", nodeGroups, client,
-			request(t, "system:node:n1", nodes, nil), nil, false, "not a node signer"},
+			own(nil), nil, false, "not a node signer"},
+	}
+	// Reserved, though n1 reports each of them.
+	for _, r := range []struct{ san, why string }{
+		{"127.0.0.1", "loopback"},
+		{"::1", "loopback"},
+		{"0.0.0.0", "unspecified"},
+		{"169.254.10.1", "link-local"},
+		{"fe80::1", "link-local"},
+		{"10.96.0.1", "in the service CIDR 10.96.0.0/12"},
+		{"10.100.3.4", "in the service CIDR"},
+		{"10.0.0.7", "belongs to node n2"},
+		{"203.0.113.9", "belongs to node n2"},
+		{"::ffff:10.0.0.7", "belongs to node n2"},
+		{"n2", "belongs to node n2"},
+		{"n2.example", "belongs to node n2"},
+		{"N2.example.", "belongs to node n2"},
+		{"n3.example", "belongs to node n3"},
+		{"localhost", "the API server's"},
+		{"kubernetes", "the API server's"},
+		{"kubernetes.default", "the API server's"},
+		{"kubernetes.default.svc", "the API server's"},
+		{"kubernetes.default.svc.cluster.local", "the API server's"},
+		{"Kubernetes.Default.svc.cluster.local.", "the API server's"},
+		{"kubernetes.default.svc.corp.example", "the API server's"},
+		{"*.example", "wildcard"},
+	} {
+		var req *x509.CertificateRequest
+		if net.ParseIP(r.san) != nil {
+			req = own([]string{"n1"}, "10.0.0.5", r.san)
+		} else {
+			req = own([]string{"n1", r.san}, "10.0.0.5")
+		}
+		cases = append(cases, approvalCase{"reserved " + r.san, certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
+			req, all, false, r.why})
 	}
 	for _, c := range cases {
 		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 			SignerName: c.signer, Username: c.user, Groups: c.groups, Usages: c.usages,
 		}}
-		ok, msg, why := approval(csr, c.req, c.node)
+		ok, msg, why := approval(csr, c.req, c.nodes)
 		if ok != c.approve || (ok && msg == "") || !strings.Contains(why, c.whyMatch) {
 			t.Errorf("%s: approval = %v %q %q, want %v (%q)", c.name, ok, msg, why, c.approve, c.whyMatch)
 		}
