@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"log/slog"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -13,7 +17,9 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/agent"
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
+	"github.com/nodeagent/nodeagent/pkg/nodeapi"
 )
 
 func serverCmd() *cobra.Command {
@@ -140,10 +146,35 @@ func runLocalAgent(ctx context.Context, cfg *server.Config, configFile string, n
 	}
 	flags := agentconfig.DefaultFlags()
 	flags.Kubeconfig = kubeconfig
+	dropUntrustedServingCert(cfg.DataDir, flags.RootDir, cfg.Logger)
 	flags.NetworkPlugin, flags.CNIConfDir, flags.CNIBinDirs = netCfg.Plugin, netCfg.CNIConfDir, netCfg.CNIBinDirs
 	flags.ServiceProxy, flags.ClusterCIDR = netCfg.ServiceProxy, cfg.ClusterCIDR
 	if err := flags.Validate(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return agent.Run(ctx, agent.Options{Config: agentCfg, Flags: flags, Logger: cfg.Logger.With("component", "agent")})
+}
+
+// dropUntrustedServingCert removes the local agent's requested serving
+// certificate when the kubelet-serving CA did not sign it (one issued by
+// an older version, from the cluster CA, which the API server no longer
+// accepts from kubelets): the agent then requests a new one.
+func dropUntrustedServingCert(dataDir, rootDir string, log *slog.Logger) {
+	caPEM, err := os.ReadFile(filepath.Join(dataDir, "pki", pki.KubeletServingCACertFile))
+	if err != nil {
+		return
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	path := filepath.Join(rootDir, "pki", nodeapi.ServerCertPairName+"-current.pem")
+	pair, err := tls.LoadX509KeyPair(path, path)
+	if err != nil || pair.Leaf == nil {
+		return
+	}
+	if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		return
+	}
+	if err := os.Remove(path); err == nil {
+		log.Info("removed a serving certificate the kubelet-serving CA did not sign; a new one will be requested", "path", path)
+	}
 }
