@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,8 +96,13 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	// A serving request may wait for its node's addresses, or for another
 	// node to let go of one.
 	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.nodeChanged,
-		UpdateFunc: func(_, cur any) { c.nodeChanged(cur) },
+		AddFunc: c.nodeChanged,
+		UpdateFunc: func(old, cur any) {
+			// Heartbeats (status conditions, leases) change nothing here.
+			if o, ok := old.(*v1.Node); !ok || addressesChanged(o, cur.(*v1.Node)) {
+				c.nodeChanged(cur)
+			}
+		},
 		DeleteFunc: c.nodeChanged,
 	})
 	return c, nil
@@ -104,8 +110,21 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 
 // Run handles requests with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	c.log.Info("starting certificate approver and signer")
+	c.log.Info("starting certificate approver, signer and cleaner")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+			c.runCleaner(ctx)
+		}
+	}()
+	defer func() { <-done }()
 	return ctrlutil.RunWorkers(ctx, c.log, c.queue, workers, c.sync, c.synced...)
+}
+
+// addressesChanged: what approval reads of a Node (its addresses).
+func addressesChanged(old, cur *v1.Node) bool {
+	return !slices.Equal(old.Status.Addresses, cur.Status.Addresses)
 }
 
 // nodeChanged requeues the pending serving requests: a node's names and

@@ -24,4 +24,8 @@
 // (Config.ClientSigner), after checking each signer's rules; a request
 // that breaks them gets a Failed condition (SignerValidationFailure), as
 // upstream.
+//
+// The cleaner (upstream's csrcleaner) deletes, every hour, requests issued
+// or denied/failed more than an hour ago, pending for more than a day, or
+// whose certificate expired.
 package certificates
