@@ -39,7 +39,8 @@ func stale(csr *certificatesv1.CertificateSigningRequest, now time.Time) (bool, 
 			return true, "denied or failed more than an hour ago"
 		}
 	}
-	if pending(csr) && now.Sub(csr.CreationTimestamp.Time) > pendingExpiration {
+	// A zero creation time is unknown (never from the API server), not old.
+	if pending(csr) && !csr.CreationTimestamp.IsZero() && now.Sub(csr.CreationTimestamp.Time) > pendingExpiration {
 		return true, "pending for more than a day"
 	}
 	return false, ""

@@ -29,6 +29,7 @@ func TestStale(t *testing.T) {
 	}{
 		{"pending an hour", csr(ago(time.Hour), nil, nil), false},
 		{"pending two days", csr(ago(48*time.Hour), nil, nil), true},
+		{"pending, creation time unknown", csr(metav1.Time{}, nil, nil), false},
 		{"approved, waiting for the signer", csr(ago(48*time.Hour), cond(certificatesv1.CertificateApproved, ago(2*time.Hour)), nil), false},
 		{"issued a minute ago", csr(ago(time.Hour), cond(certificatesv1.CertificateApproved, ago(time.Minute)), issued), false},
 		{"issued two hours ago", csr(ago(3*time.Hour), cond(certificatesv1.CertificateApproved, ago(2*time.Hour)), issued), true},
