@@ -163,21 +163,10 @@ func TestRunDebounces(t *testing.T) {
 	}()
 	go func() { _ = p.Run(ctx) }()
 
-	wantArm := func(want time.Duration) {
-		t.Helper()
-		select {
-		case d := <-arms:
-			if d != want {
-				t.Fatalf("timer armed for %s, want %s", d, want)
-			}
-		case <-time.After(waitTimeout):
-			t.Fatalf("timer not armed for %s", want)
-		}
-	}
-	wantArm(0)
+	wantArm(t, arms, 0)
 	clk.Step(0)
 	waitSync(t, syncs, "the initial state", func(r SyncResult) bool { return r.Endpoints == 1 })
-	wantArm(DefaultFullSyncPeriod)
+	wantArm(t, arms, DefaultFullSyncPeriod)
 
 	for _, ip := range []string{"10.244.2.3", "10.244.3.4"} {
 		sl = sl.DeepCopy()
@@ -189,7 +178,7 @@ func TestRunDebounces(t *testing.T) {
 	}
 	// The first change arms the timer for the rest of the period (the
 	// fake clock has not moved since the last sync); later ones wait.
-	wantArm(time.Second)
+	wantArm(t, arms, time.Second)
 	select {
 	case ev := <-syncs:
 		t.Fatalf("synced before MinSyncPeriod passed: %+v", ev.res)
@@ -226,33 +215,22 @@ func TestRunSchedulesStaleChainDeletion(t *testing.T) {
 		factory.Shutdown()
 	}()
 	go func() { _ = p.Run(ctx) }()
-	wantArm := func(want time.Duration) {
-		t.Helper()
-		select {
-		case d := <-arms:
-			if d != want {
-				t.Fatalf("timer armed for %s, want %s", d, want)
-			}
-		case <-time.After(waitTimeout):
-			t.Fatalf("timer not armed for %s", want)
-		}
-	}
 
-	wantArm(0)
+	wantArm(t, arms, 0)
 	clk.Step(0)
 	waitSync(t, syncs, "the initial state", func(r SyncResult) bool { return r.Endpoints == 1 })
-	wantArm(DefaultFullSyncPeriod)
+	wantArm(t, arms, DefaultFullSyncPeriod)
 
 	if err := client.DiscoveryV1().EndpointSlices("ns").Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete slice: %v", err)
 	}
-	wantArm(0)
+	wantArm(t, arms, 0)
 	clk.Step(0)
 	waitSync(t, syncs, "the endpoint gone", func(r SyncResult) bool { return r.Endpoints == 0 })
-	wantArm(staleChainDelay) // not the full sync period: the chains are due then
+	wantArm(t, arms, staleChainDelay) // not the full sync period: the chains are due then
 	clk.Step(staleChainDelay)
 	waitSync(t, syncs, "the chains deleted", func(r SyncResult) bool { return r.DeletedChains == 2 })
-	wantArm(DefaultFullSyncPeriod)
+	wantArm(t, arms, DefaultFullSyncPeriod)
 	if c := fakeNFT.Table.Chains[serviceChain(webPort)]; c != nil {
 		t.Errorf("service chain left")
 	}
@@ -271,4 +249,17 @@ func lockedChainRules(fake *knftables.Fake, name string) ([]string, bool) {
 		out = append(out, r.Rule)
 	}
 	return out, true
+}
+
+// wantArm waits for the proxier to arm its timer, for want.
+func wantArm(t *testing.T, arms <-chan time.Duration, want time.Duration) {
+	t.Helper()
+	select {
+	case d := <-arms:
+		if d != want {
+			t.Fatalf("timer armed for %s, want %s", d, want)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("timer not armed for %s", want)
+	}
 }
