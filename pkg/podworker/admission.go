@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeagent/nodeagent/pkg/podspec"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
@@ -32,9 +33,6 @@ const (
 	errReasonNodeName        = "node(s) didn't match the requested node name"
 	errReasonNodePorts       = "node(s) didn't have free ports for the requested pod ports"
 	errReasonTaintToleration = "node(s) had taints that the pod didn't tolerate"
-
-	annotationConfigSource = "kubernetes.io/config.source"
-	sourceFile             = "file"
 )
 
 // AdmitResult is the outcome of admitting one pod; Reason and Message are
@@ -157,7 +155,7 @@ func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
 
 // admissionFailures lists every failed check, in upstream's order.
 func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
-	if pod.Annotations[annotationConfigSource] == sourceFile {
+	if podutil.IsStatic(pod) {
 		return nil
 	}
 	reasons := checkResources(pod, admitted, node.Allocatable)

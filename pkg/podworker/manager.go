@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nodeagent/nodeagent/pkg/lifecycle"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
@@ -307,7 +308,7 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 // shows finished skip admission (their worker never starts them), and so
 // do static pods, which are always admitted.
 func needsAdmission(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp == nil && !finishedInAPI(pod) && pod.Annotations[annotationConfigSource] != sourceFile
+	return pod.DeletionTimestamp == nil && !finishedInAPI(pod) && !podutil.IsStatic(pod)
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -256,7 +257,7 @@ func initDone(pod *v1.Pod, st *runtime.PodStatus, probes ProbeResults) bool {
 		if !inCurrentSandbox(st, cs) {
 			return false
 		}
-		if isSidecar(c) && !sidecarStarted(c, cs, probes) || !isSidecar(c) && !succeeded(cs) {
+		if podutil.IsSidecar(c) && !sidecarStarted(c, cs, probes) || !podutil.IsSidecar(c) && !succeeded(cs) {
 			return false
 		}
 	}
@@ -283,7 +284,7 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes Prob
 		}
 		running := cs != nil && cs.State == criv1.ContainerState_CONTAINER_RUNNING
 		switch {
-		case isSidecar(c) && running:
+		case podutil.IsSidecar(c) && running:
 			if k, restart, stop := checkRunning(c, cs, true, probes); stop {
 				p.ContainersToKill[cs.ID] = k
 				if restart {
@@ -295,7 +296,7 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes Prob
 				continue
 			}
 			return p // wait for its startup probe
-		case isSidecar(c):
+		case podutil.IsSidecar(c):
 		case succeeded(cs):
 			continue
 		case running:

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -13,11 +14,6 @@ import (
 // the next one runs; they then run beside the app containers, are
 // restarted whenever they exit, whatever the pod's restart policy, do not
 // decide the pod's phase, and are stopped after the app containers.
-
-// isSidecar: an init container that restarts always.
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
 
 // sidecarStarted: running and, with a startup probe, past it.
 func sidecarStarted(c *v1.Container, cs *runtime.ContainerStatus, probes ProbeResults) bool {
@@ -40,7 +36,7 @@ func sidecarStarted(c *v1.Container, cs *runtime.ContainerStatus, probes ProbeRe
 func planSidecars(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults, p Plan) Plan {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if !isSidecar(c) {
+		if !podutil.IsSidecar(c) {
 			continue
 		}
 		cs := st.Latest(c.Name)
@@ -66,7 +62,7 @@ func planSidecars(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes 
 func sidecarNames(pod *v1.Pod) map[string]bool {
 	names := map[string]bool{}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			names[pod.Spec.InitContainers[i].Name] = true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -143,7 +144,7 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 	// otherwise (StatusInput.Probes); an init container is ready once it
 	// has succeeded.
 	cs.Ready = running && !in.Terminal
-	if init && !isSidecar(c) {
+	if init && !podutil.IsSidecar(c) {
 		cs.Ready = succeeded(rt)
 	}
 	return cs

@@ -14,6 +14,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/logrotate"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -93,7 +94,7 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 // finishedInAPI tells an API pod whose recorded phase is Succeeded or
 // Failed. Static pods have no API phase: their manifest is the truth.
 func finishedInAPI(pod *v1.Pod) bool {
-	return pod.Annotations[annotationConfigSource] != sourceFile && isTerminal(pod.Status.Phase)
+	return !podutil.IsStatic(pod) && isTerminal(pod.Status.Phase)
 }
 
 // running tells whether anything of the pod still runs.

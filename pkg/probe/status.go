@@ -3,6 +3,8 @@ package probe
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // UpdatePodStatus sets Started and Ready of the pod's running containers
@@ -18,7 +20,7 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
 		trigger = m.updateContainer(pod.UID, &s.ContainerStatuses[i], trigger)
 	}
 	for i := range s.InitContainerStatuses {
-		if isSidecar(pod, s.InitContainerStatuses[i].Name) {
+		if podutil.IsSidecarNamed(pod, s.InitContainerStatuses[i].Name) {
 			trigger = m.updateContainer(pod.UID, &s.InitContainerStatuses[i], trigger)
 		}
 	}
@@ -53,15 +55,6 @@ func (m *Manager) updateContainer(uid types.UID, c *v1.ContainerStatus, trigger 
 	}
 	c.Ready = ready
 	return trigger
-}
-
-func isSidecar(pod *v1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
 }
 
 func (m *Manager) worker(uid types.UID, name string, k Kind) *worker {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -57,7 +58,7 @@ func admissionForbidden(a *attributes, format string, args ...any) error {
 // admitMutating runs the checks upstream makes in its mutating admission
 // phase, before defaulting and validation: NodeRestriction.
 func (s *Server) admitMutating(ctx context.Context, a *attributes) error {
-	u, ok := UserFrom(ctx)
+	u, ok := request.UserFrom(ctx)
 	if !ok {
 		return nil // the server's own writes and handler-only tests
 	}
@@ -68,7 +69,7 @@ func (s *Server) admitMutating(ctx context.Context, a *attributes) error {
 // stampRequester records who asked for a certificate, as upstream's
 // CertificateSigningRequest strategy does: signers and approvers trust
 // spec.username and spec.groups, never what the client wrote there.
-func stampRequester(u User, a *attributes) {
+func stampRequester(u request.User, a *attributes) {
 	csr, ok := a.obj.(*certificatesv1.CertificateSigningRequest)
 	if !ok || a.op != admissionv1.Create {
 		return

@@ -15,6 +15,8 @@ import (
 	"k8s.io/component-base/metrics"
 	psadmission "k8s.io/pod-security-admission/admission"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
@@ -209,32 +211,32 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.serveOpenAPI(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
 		return
 	}
-	ri, ok := parseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
+	ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
 	if !ok {
-		writeError(w, notFoundPath(r.URL.Path))
+		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
 	}
 	res := s.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]
 	if res == nil || (ri.Subresource != "" && !hasSubresource(res, ri.Subresource)) {
-		writeError(w, notFoundPath(r.URL.Path))
+		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
 	}
 	s.instrument(w, r, res, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
 }
 
 // serveResource authorizes and serves a request for a known resource.
-func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri requestInfo) {
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri request.Info) {
 	if err := s.authorize(r, res, ri); err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	select {
 	case <-s.ready:
 	default:
-		writeError(w, errNotReady)
+		responsewriters.WriteError(w, errNotReady)
 		return
 	}
-	r = r.WithContext(withWarnings(r.Context(), w.Header()))
+	r = r.WithContext(request.WithWarnings(r.Context(), w.Header()))
 	if isResourceMetrics(res) {
 		s.serveResourceMetrics(w, r, res, ri)
 		return

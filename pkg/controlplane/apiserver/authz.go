@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -26,8 +27,8 @@ const (
 // authorize allows the admin everything and a node what the upstream node
 // authorizer (with the system:node role) allows it. Full RBAC comes later;
 // every other user is refused with upstream's message.
-func (s *Server) authorize(r *http.Request, res *registry.Resource, ri requestInfo) error {
-	u, ok := UserFrom(r.Context())
+func (s *Server) authorize(r *http.Request, res *registry.Resource, ri request.Info) error {
+	u, ok := request.UserFrom(r.Context())
 	if !ok {
 		return nil // no authentication in front (tests of the handler alone)
 	}
@@ -47,7 +48,7 @@ func delegatedReview(res *registry.Resource) bool {
 	return res.GVK.Group == "authorization.k8s.io" && res.Plural == "subjectaccessreviews"
 }
 
-func forbidden(u User, res *registry.Resource, ri requestInfo) error {
+func forbidden(u request.User, res *registry.Resource, ri request.Info) error {
 	resource := res.Plural
 	if ri.Subresource != "" {
 		resource += "/" + ri.Subresource
@@ -61,9 +62,9 @@ func forbidden(u User, res *registry.Resource, ri requestInfo) error {
 	return apierrors.NewForbidden(groupResource(res), ri.Name, fmt.Errorf("%s", msg))
 }
 
-func isMaster(u User) bool { return hasGroup(u, mastersGroup) }
+func isMaster(u request.User) bool { return hasGroup(u, mastersGroup) }
 
-func hasGroup(u User, g string) bool {
+func hasGroup(u request.User, g string) bool {
 	for _, x := range u.Groups {
 		if x == g {
 			return true
@@ -73,7 +74,7 @@ func hasGroup(u User, g string) bool {
 }
 
 // nodeName returns the node a node credential belongs to.
-func nodeName(u User) (string, bool) {
+func nodeName(u request.User) (string, bool) {
 	if !hasGroup(u, nodesGroup) || !strings.HasPrefix(u.Name, nodePrefix) {
 		return "", false
 	}
@@ -92,7 +93,7 @@ var (
 // config maps, claims and volumes those pods use. Writes of nodes, leases and pods pass
 // here as upstream's rules let them; the NodeRestriction admission
 // (restrictNode) narrows them to the node's own objects.
-func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resource, ri requestInfo) bool {
+func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resource, ri request.Info) bool {
 	switch res.GVK.Group + "/" + res.Plural {
 	case "/nodes":
 		// Not nodes/proxy (the kubelet API of any node), as upstream.
@@ -136,7 +137,7 @@ func (s *Server) authorizeNode(r *http.Request, node string, res *registry.Resou
 // updated by nodes, and no other subresource is theirs to read or write
 // (ephemeral containers are a user's debugging tool, log and exec the
 // node's own API).
-func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri requestInfo) bool {
+func (s *Server) nodeMayAccessPod(r *http.Request, node string, ri request.Info) bool {
 	switch ri.Verb {
 	case "list", "watch":
 		sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))

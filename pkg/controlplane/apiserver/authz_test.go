@@ -10,13 +10,15 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // asUser runs one request through the handler as an authenticated user.
-func asUser(t *testing.T, u User, method, path string) int {
+func asUser(t *testing.T, u request.User, method, path string) int {
 	t.Helper()
 	req := httptest.NewRequest(method, path, nil)
-	req = req.WithContext(WithUser(req.Context(), u))
+	req = req.WithContext(request.WithUser(req.Context(), u))
 	rec := httptest.NewRecorder()
 	testSrv.Handler().ServeHTTP(rec, req)
 	return rec.Code
@@ -39,13 +41,13 @@ func TestNodeAuthorizer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
-	stranger := User{Name: "bob", Groups: []string{"system:authenticated"}}
-	admin := User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
+	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	stranger := request.User{Name: "bob", Groups: []string{"system:authenticated"}}
+	admin := request.User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
 	pods := "/api/v1/namespaces/" + ns + "/pods"
 	cases := []struct {
 		name   string
-		user   User
+		user   request.User
 		method string
 		path   string
 		want   int
@@ -83,13 +85,13 @@ func TestNodeAuthorizer(t *testing.T) {
 }
 
 func TestSelfSubjectAccessReview(t *testing.T) {
-	review := func(u User, verb, resource, ns string) bool {
+	review := func(u request.User, verb, resource, ns string) bool {
 		t.Helper()
 		body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"` +
 			verb + `","resource":"` + resource + `","namespace":"` + ns + `"}}}`
 		req := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req = req.WithContext(WithUser(req.Context(), u))
+		req = req.WithContext(request.WithUser(req.Context(), u))
 		rec := httptest.NewRecorder()
 		testSrv.Handler().ServeHTTP(rec, req)
 		var out authzv1.SelfSubjectAccessReview
@@ -98,9 +100,9 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 		}
 		return out.Status.Allowed
 	}
-	admin := User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
-	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes"}}
-	stranger := User{Name: "bob"}
+	admin := request.User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
+	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes"}}
+	stranger := request.User{Name: "bob"}
 	if !review(admin, "create", "pods", "default") {
 		t.Error("admin may not create pods")
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 const (
@@ -18,14 +20,14 @@ const (
 // writes and subresources (claim status) are refused: the agent only
 // reads them to mount.
 
-func (s *Server) nodeMayGetClaim(ctx context.Context, node string, ri requestInfo) bool {
+func (s *Server) nodeMayGetClaim(ctx context.Context, node string, ri request.Info) bool {
 	if ri.Verb != "get" || ri.Subresource != "" {
 		return false
 	}
 	return slices.Contains(s.nodeClaimNames(ctx, node, ri.Namespace), ri.Name)
 }
 
-func (s *Server) nodeMayGetVolume(ctx context.Context, node string, ri requestInfo) bool {
+func (s *Server) nodeMayGetVolume(ctx context.Context, node string, ri request.Info) bool {
 	if ri.Verb != "get" || ri.Subresource != "" {
 		return false
 	}

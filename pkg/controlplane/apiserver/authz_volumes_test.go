@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 func testClaim(name, volume string) *v1.PersistentVolumeClaim {
@@ -57,12 +59,12 @@ func TestNodeAuthorizerVolumes(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = client.CoreV1().PersistentVolumes().Delete(ctxT(t), name, metav1.DeleteOptions{}) })
 	}
-	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
-	other := User{Name: "system:node:node-b", Groups: []string{"system:nodes", "system:authenticated"}}
+	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	other := request.User{Name: "system:node:node-b", Groups: []string{"system:nodes", "system:authenticated"}}
 	claims := "/api/v1/namespaces/" + ns + "/persistentvolumeclaims"
 	cases := []struct {
 		name   string
-		user   User
+		user   request.User
 		method string
 		path   string
 		want   int

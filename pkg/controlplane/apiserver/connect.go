@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // The subresources served by the node's kubelet, which the API server
@@ -41,7 +43,7 @@ func (h *resourceHandler) connect(w http.ResponseWriter, r *http.Request) {
 		err = h.podStream(w, r)
 	}
 	if err != nil {
-		writeError(w, connectError(err))
+		responsewriters.WriteError(w, connectError(err))
 	}
 }
 
@@ -63,7 +65,7 @@ func connectError(err error) error {
 type proxyResponder struct{}
 
 func (proxyResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
-	writeError(w, connectError(err))
+	responsewriters.WriteError(w, connectError(err))
 }
 
 // allowMethods refuses other methods with upstream's 405.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -22,30 +23,30 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case r.URL.Path == "/version":
-		writeJSON(w, http.StatusOK, version.Info{
+		responsewriters.WriteJSON(w, http.StatusOK, version.Info{
 			Major: Version.Major, Minor: Version.Minor, GitVersion: Version.GitVersion,
 			GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		})
 	case len(parts) == 1 && parts[0] == "api":
-		writeJSON(w, http.StatusOK, &metav1.APIVersions{
+		responsewriters.WriteJSON(w, http.StatusOK, &metav1.APIVersions{
 			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 			Versions:                   []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}},
 		})
 	case len(parts) == 2 && parts[0] == "api" && parts[1] == "v1":
-		writeJSON(w, http.StatusOK, s.resourceList("", "v1"))
+		responsewriters.WriteJSON(w, http.StatusOK, s.resourceList("", "v1"))
 	case len(parts) == 1 && parts[0] == "apis":
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 		for _, g := range s.groups() {
 			list.Groups = append(list.Groups, s.group(g))
 		}
-		writeJSON(w, http.StatusOK, list)
+		responsewriters.WriteJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis" && s.hasGroup(parts[1]):
 		g := s.group(parts[1])
 		g.Kind, g.APIVersion = "APIGroup", "v1"
-		writeJSON(w, http.StatusOK, &g)
+		responsewriters.WriteJSON(w, http.StatusOK, &g)
 	case len(parts) == 3 && parts[0] == "apis" && s.hasGroup(parts[1]) && s.group(parts[1]).PreferredVersion.Version == parts[2]:
-		writeJSON(w, http.StatusOK, s.resourceList(parts[1], parts[2]))
+		responsewriters.WriteJSON(w, http.StatusOK, s.resourceList(parts[1], parts[2]))
 	default:
 		return false
 	}

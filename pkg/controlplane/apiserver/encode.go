@@ -14,18 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
 // setKind stamps apiVersion and kind, which stored objects omit.
 func setKind(obj runtime.Object, gvk schema.GroupVersionKind) {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-}
-
-func writeJSON(w http.ResponseWriter, code int, obj interface{}) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(obj)
 }
 
 // wantsTable reports whether the client asked for server-side printing
@@ -42,11 +37,11 @@ func wantsTable(r *http.Request) bool {
 // writeObject answers with one object, or its Table.
 func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) {
 	if wantsTable(r) && res.Table != nil {
-		writeJSON(w, code, s.table(r, res, []runtime.Object{obj}, nil))
+		responsewriters.WriteJSON(w, code, s.table(r, res, []runtime.Object{obj}, nil))
 		return
 	}
 	setKind(obj, res.GVK)
-	writeJSON(w, code, obj)
+	responsewriters.WriteJSON(w, code, obj)
 }
 
 // listObject builds the typed list (PodList...) from storage items.
@@ -135,10 +130,10 @@ func decodeInto(contentType string, body []byte, into runtime.Object) error {
 func readBody(r *http.Request, into runtime.Object) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
-		return badRequest("read body: %v", err)
+		return responsewriters.BadRequest("read body: %v", err)
 	}
 	if err := decodeInto(r.Header.Get("Content-Type"), body, into); err != nil {
-		return badRequest("%s", fmt.Sprintf("invalid %T: %v", into, err))
+		return responsewriters.BadRequest("%s", fmt.Sprintf("invalid %T: %v", into, err))
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 func debugger(name string) v1.EphemeralContainer {
@@ -195,7 +197,7 @@ func TestEphemeralContainersAccess(t *testing.T) {
 			`pods "mine" is forbidden: User "system:node:node-e" cannot patch resource "pods/ephemeralcontainers" in API group "" in the namespace "` + ns + `"`},
 		{"node reads", http.MethodGet, path, "", http.StatusForbidden, ""},
 	})
-	runRestrictionCases(t, User{Name: "bob", Groups: []string{"system:authenticated"}}, []restrictionCase{
+	runRestrictionCases(t, request.User{Name: "bob", Groups: []string{"system:authenticated"}}, []restrictionCase{
 		{"stranger patches", http.MethodPatch, path, add, http.StatusForbidden, ""},
 	})
 	runRestrictionCases(t, admin, []restrictionCase{

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
@@ -30,7 +32,7 @@ type resourceHandler struct {
 	s   *Server
 	res *registry.Resource
 	st  *storage.Store
-	ri  requestInfo
+	ri  request.Info
 }
 
 func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +45,7 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.checkFieldValidation(w, r); err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -65,10 +67,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request) {
 	case "deletecollection":
 		err = h.deleteCollection(ctx, w, r)
 	default:
-		err = methodNotSupported(groupResource(h.res), h.ri.Verb)
+		err = responsewriters.MethodNotSupported(groupResource(h.res), h.ri.Verb)
 	}
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 	}
 }
 
@@ -86,15 +88,15 @@ func (h *resourceHandler) selectors(r *http.Request) (func(runtime.Object) bool,
 	q := r.URL.Query()
 	ls, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
-		return nil, badRequest("unable to parse requirement: %v", err)
+		return nil, responsewriters.BadRequest("unable to parse requirement: %v", err)
 	}
 	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
 	if err != nil {
-		return nil, badRequest("invalid field selector: %v", err)
+		return nil, responsewriters.BadRequest("invalid field selector: %v", err)
 	}
 	for _, req := range fs.Requirements() {
 		if _, ok := h.fieldSet(nil)[req.Field]; !ok && !h.knownField(req.Field) {
-			return nil, badRequest("field label not supported: %s", req.Field)
+			return nil, responsewriters.BadRequest("field label not supported: %s", req.Field)
 		}
 	}
 	if ls.Empty() && fs.Empty() {
@@ -150,7 +152,7 @@ func (h *resourceHandler) list(ctx context.Context, w http.ResponseWriter, r *ht
 	var limit int64
 	if l := q.Get("limit"); l != "" {
 		if limit, err = strconv.ParseInt(l, 10, 64); err != nil || limit < 0 {
-			return badRequest("invalid limit %q", l)
+			return responsewriters.BadRequest("invalid limit %q", l)
 		}
 	}
 	res, err := h.st.List(ctx, h.ri.Namespace, storage.ListOptions{
@@ -165,7 +167,7 @@ func (h *resourceHandler) list(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	if wantsTable(r) && h.res.Table != nil {
 		lm := &metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
-		writeJSON(w, http.StatusOK, h.s.table(r, h.res, res.Items, lm))
+		responsewriters.WriteJSON(w, http.StatusOK, h.s.table(r, h.res, res.Items, lm))
 		return nil
 	}
 	for _, it := range res.Items {
@@ -175,7 +177,7 @@ func (h *resourceHandler) list(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 	return nil
 }
 
@@ -184,7 +186,7 @@ func (h *resourceHandler) list(ctx context.Context, w http.ResponseWriter, r *ht
 func (h *resourceHandler) decode(r *http.Request) (runtime.Object, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return nil, badRequest("read body: %v", err)
+		return nil, responsewriters.BadRequest("read body: %v", err)
 	}
 	if len(body) > maxBody {
 		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
@@ -195,11 +197,11 @@ func (h *resourceHandler) decode(r *http.Request) (runtime.Object, error) {
 func (h *resourceHandler) decodeBytes(contentType string, body []byte) (runtime.Object, error) {
 	obj := h.res.New()
 	if err := decodeInto(contentType, body, obj); err != nil {
-		return nil, badRequest("the object provided is unrecognized or invalid: %v", err)
+		return nil, responsewriters.BadRequest("the object provided is unrecognized or invalid: %v", err)
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && (gvk.Kind != h.res.GVK.Kind || gvk.GroupVersion() != h.res.GVK.GroupVersion()) {
-		return nil, badRequest("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), h.res.GVK.GroupVersion())
+		return nil, responsewriters.BadRequest("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), h.res.GVK.GroupVersion())
 	}
 	return obj, nil
 }

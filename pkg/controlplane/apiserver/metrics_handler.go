@@ -8,6 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // monitoringGroup may read /metrics, as upstream's system:monitoring
@@ -24,8 +27,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) bool {
 	if r.URL.Path != metricsPath {
 		return false
 	}
-	if u, ok := UserFrom(r.Context()); ok && !mayUseMetrics(u, r.Method) {
-		writeError(w, forbiddenPath(u, nonResourceVerb(r.Method), r.URL.Path))
+	if u, ok := request.UserFrom(r.Context()); ok && !mayUseMetrics(u, r.Method) {
+		responsewriters.WriteError(w, forbiddenPath(u, nonResourceVerb(r.Method), r.URL.Path))
 		return true
 	}
 	s.metricsHandler.ServeHTTP(w, r)
@@ -33,7 +36,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // mayUseMetrics: the admin may do anything, monitoring only read.
-func mayUseMetrics(u User, method string) bool {
+func mayUseMetrics(u request.User, method string) bool {
 	return isMaster(u) || (hasGroup(u, monitoringGroup) && (method == http.MethodGet || method == http.MethodHead))
 }
 
@@ -47,7 +50,7 @@ func nonResourceVerb(method string) string {
 }
 
 // forbiddenPath is upstream's refusal of a non-resource URL.
-func forbiddenPath(u User, verb, path string) error {
+func forbiddenPath(u request.User, verb, path string) error {
 	return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("User %q cannot %s path %q", u.Name, verb, path))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -30,7 +31,7 @@ var reportedMethods = map[string]bool{
 // instrument serves a resource request through serve and records it in
 // apiserver_request_total and apiserver_request_duration_seconds, with
 // upstream's labels. Requests refused by authorization count too.
-func (s *Server) instrument(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri requestInfo, serve func(http.ResponseWriter)) {
+func (s *Server) instrument(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri request.Info, serve func(http.ResponseWriter)) {
 	begin := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	var out http.ResponseWriter = sw
@@ -43,7 +44,7 @@ func (s *Server) instrument(w http.ResponseWriter, r *http.Request, res *registr
 
 // resourceLabels computes the labels as upstream's installer and
 // MonitorRequest do.
-func resourceLabels(r *http.Request, res *registry.Resource, ri requestInfo) requestLabels {
+func resourceLabels(r *http.Request, res *registry.Resource, ri request.Info) requestLabels {
 	scope := metricsScope(res, ri)
 	return requestLabels{
 		verb: metricsVerb(r, ri, scope), dryRun: cleanDryRun(r), group: ri.Group, version: ri.Version,
@@ -54,7 +55,7 @@ func resourceLabels(r *http.Request, res *registry.Resource, ri requestInfo) req
 // metricsScope is the installer's requestScope: "resource" for a named
 // object or a create, "namespace" for a collection in one namespace,
 // "cluster" for the others.
-func metricsScope(res *registry.Resource, ri requestInfo) string {
+func metricsScope(res *registry.Resource, ri request.Info) string {
 	switch {
 	case ri.Name != "" || ri.Verb == "create":
 		return "resource"
@@ -67,7 +68,7 @@ func metricsScope(res *registry.Resource, ri requestInfo) string {
 // metricsVerb is the request's method, with upstream's refinements: LIST
 // for reads of collections, WATCH, APPLY for server-side apply patches,
 // CONNECT for the streaming and proxy subresources.
-func metricsVerb(r *http.Request, ri requestInfo, scope string) string {
+func metricsVerb(r *http.Request, ri request.Info, scope string) string {
 	verb := strings.ToUpper(r.Method)
 	switch {
 	case connectSubresources[ri.Subresource]:

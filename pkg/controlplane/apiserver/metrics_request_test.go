@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/internal/metricstest"
 )
 
@@ -40,7 +41,7 @@ func TestRequestMetricLabels(t *testing.T) {
 			r := httptest.NewRequest(tc.method, tc.target, nil)
 			r.Header.Set("Content-Type", tc.contentType)
 			watch := r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1"
-			ri, ok := parseResourcePath(r.Method, r.URL.Path, watch)
+			ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, watch)
 			res := testSrv.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]
 			if !ok || res == nil {
 				t.Fatalf("not a served resource: %+v", ri)
@@ -81,7 +82,7 @@ func TestRequestMetricsCount(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if code := asUser(t, User{Name: "alice", Groups: []string{"system:authenticated"}}, "GET", "/api/v1/secrets"); code != http.StatusForbidden {
+	if code := asUser(t, request.User{Name: "alice", Groups: []string{"system:authenticated"}}, "GET", "/api/v1/secrets"); code != http.StatusForbidden {
 		t.Fatalf("alice listing secrets: %d", code)
 	}
 
@@ -126,19 +127,19 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestMetricsEndpointAuthorization(t *testing.T) {
 	h := newKubeletHarness(t, nil) // a server of its own: this test resets its metrics
 	for _, tc := range []struct {
-		user   User
+		user   request.User
 		method string
 		code   int
 	}{
-		{User{Name: "admin", Groups: []string{mastersGroup}}, "GET", http.StatusOK},
-		{User{Name: "prometheus", Groups: []string{monitoringGroup}}, "GET", http.StatusOK},
-		{User{Name: "prometheus", Groups: []string{monitoringGroup}}, "DELETE", http.StatusForbidden},
-		{User{Name: "alice"}, "GET", http.StatusForbidden},
-		{User{Name: "system:node:n1", Groups: []string{nodesGroup}}, "GET", http.StatusForbidden},
-		{User{Name: "admin", Groups: []string{mastersGroup}}, "DELETE", http.StatusOK},
+		{request.User{Name: "admin", Groups: []string{mastersGroup}}, "GET", http.StatusOK},
+		{request.User{Name: "prometheus", Groups: []string{monitoringGroup}}, "GET", http.StatusOK},
+		{request.User{Name: "prometheus", Groups: []string{monitoringGroup}}, "DELETE", http.StatusForbidden},
+		{request.User{Name: "alice"}, "GET", http.StatusForbidden},
+		{request.User{Name: "system:node:n1", Groups: []string{nodesGroup}}, "GET", http.StatusForbidden},
+		{request.User{Name: "admin", Groups: []string{mastersGroup}}, "DELETE", http.StatusOK},
 	} {
 		req := httptest.NewRequest(tc.method, "/metrics", nil)
-		req = req.WithContext(WithUser(req.Context(), tc.user))
+		req = req.WithContext(request.WithUser(req.Context(), tc.user))
 		rec := httptest.NewRecorder()
 		h.api.Handler().ServeHTTP(rec, req)
 		if rec.Code != tc.code {

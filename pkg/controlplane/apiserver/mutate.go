@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -60,7 +61,7 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 		return err
 	}
 	if m.GetResourceVersion() != "" {
-		return badRequest("resourceVersion should not be set on objects to be created")
+		return responsewriters.BadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if h.res.Namespaced {
 		if err := h.s.admitNamespace(ctx, m.GetNamespace()); err != nil {
@@ -126,10 +127,10 @@ func (h *resourceHandler) setNamespace(m metav1.Object) error {
 	case ns == "":
 		m.SetNamespace(h.ri.Namespace)
 	case h.ri.Namespace != "" && ns != h.ri.Namespace:
-		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return responsewriters.BadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if m.GetNamespace() == "" {
-		return badRequest("the namespace of the provided object is empty")
+		return responsewriters.BadRequest("the namespace of the provided object is empty")
 	}
 	return nil
 }
@@ -147,7 +148,7 @@ func (h *resourceHandler) update(ctx context.Context, w http.ResponseWriter, r *
 		return err
 	}
 	if m.GetName() != h.ri.Name {
-		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), h.ri.Name)
+		return responsewriters.BadRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), h.ri.Name)
 	}
 	if err := h.setNamespace(m); err != nil {
 		return err
@@ -247,7 +248,7 @@ func (h *resourceHandler) patch(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
-		return badRequest("read body: %v", err)
+		return responsewriters.BadRequest("read body: %v", err)
 	}
 	pt := types.PatchType(strings.TrimSpace(strings.Split(r.Header.Get("Content-Type"), ";")[0]))
 	switch pt {
@@ -302,14 +303,14 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := decodeInto(r.Header.Get("Content-Type"), body, opts); err != nil {
-			return nil, badRequest("invalid DeleteOptions: %v", err)
+			return nil, responsewriters.BadRequest("invalid DeleteOptions: %v", err)
 		}
 	}
 	q := r.URL.Query()
 	if g := q.Get("gracePeriodSeconds"); g != "" && opts.GracePeriodSeconds == nil {
 		var n int64
 		if err := json.Unmarshal([]byte(g), &n); err != nil {
-			return nil, badRequest("invalid gracePeriodSeconds %q", g)
+			return nil, responsewriters.BadRequest("invalid gracePeriodSeconds %q", g)
 		}
 		opts.GracePeriodSeconds = &n
 	}
@@ -365,6 +366,6 @@ func (h *resourceHandler) deleteCollection(ctx context.Context, w http.ResponseW
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	responsewriters.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

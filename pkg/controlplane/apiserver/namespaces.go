@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // purgeInterval is how often a terminating namespace is emptied again.
@@ -65,7 +67,7 @@ func (s *Server) purgeNamespace(ctx context.Context, ns string) (int, error) {
 		if err != nil {
 			return left, err
 		}
-		h := &resourceHandler{s: s, res: res, st: st, ri: requestInfo{Namespace: ns}}
+		h := &resourceHandler{s: s, res: res, st: st, ri: request.Info{Namespace: ns}}
 		for _, obj := range list.Items {
 			m, _ := meta.Accessor(obj)
 			left++

@@ -9,13 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // restrictNode is upstream's NodeRestriction admission: the node
 // authorizer and the system:node rules let a node write pods, nodes and
 // leases and request service account tokens broadly; this narrows the
 // writes to the node's own objects and the tokens to its pods.
-func (s *Server) restrictNode(ctx context.Context, u User, a *attributes) error {
+func (s *Server) restrictNode(ctx context.Context, u request.User, a *attributes) error {
 	if !hasGroup(u, nodesGroup) {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // nodeClient is a clientset authenticated as the node.
@@ -25,7 +26,7 @@ func nodeClient(t *testing.T, node string) kubernetes.Interface {
 	t.Helper()
 	u := nodeUser(node)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		testSrv.Handler().ServeHTTP(w, r.WithContext(WithUser(r.Context(), u)))
+		testSrv.Handler().ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 	}))
 	t.Cleanup(srv.Close)
 	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})

@@ -8,10 +8,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
-func nodeUser(name string) User {
-	return User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:authenticated"}}
+func nodeUser(name string) request.User {
+	return request.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:authenticated"}}
 }
 
 // adminNode creates a Node as the admin and returns its UID.
@@ -43,7 +45,7 @@ type restrictionCase struct {
 	wantMessage  string
 }
 
-func runRestrictionCases(t *testing.T, u User, cases []restrictionCase) {
+func runRestrictionCases(t *testing.T, u request.User, cases []restrictionCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

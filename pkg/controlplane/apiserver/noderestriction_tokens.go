@@ -8,6 +8,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // restrictNodeToken is NodeRestriction on serviceaccounts/token: the node
@@ -16,7 +18,7 @@ import (
 // that a node cannot mint tokens that outlive the pods it runs, and be for
 // an audience that pod's volumes use (upstream's
 // ServiceAccountNodeAudienceRestriction, on by default).
-func (s *Server) restrictNodeToken(ctx context.Context, u User, node string, a *attributes) error {
+func (s *Server) restrictNodeToken(ctx context.Context, u request.User, node string, a *attributes) error {
 	if a.op != admissionv1.Create || a.subresource != "token" {
 		return nil
 	}
@@ -54,7 +56,7 @@ func (s *Server) restrictNodeToken(ctx context.Context, u User, node string, a *
 // whatever RBAC grants the node (verb request-serviceaccounts-token-audience);
 // this server serves no CSIDriver objects and, without RBAC, grants that
 // verb to system:masters only.
-func checkNodeTokenAudience(u User, a *attributes, tr *authnv1.TokenRequest, pod *v1.Pod) error {
+func checkNodeTokenAudience(u request.User, a *attributes, tr *authnv1.TokenRequest, pod *v1.Pod) error {
 	audience := ""
 	switch len(tr.Spec.Audiences) {
 	case 0:

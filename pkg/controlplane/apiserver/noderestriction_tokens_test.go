@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // tokenBody is a TokenRequest bound to a pod, with audiences as JSON.
@@ -37,7 +39,7 @@ func TestNodeTokenRequests(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/"+ns+"/serviceaccounts/default/token", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
-		s.Handler().ServeHTTP(rec, req.WithContext(WithUser(req.Context(), nodeUser("tok-a"))))
+		s.Handler().ServeHTTP(rec, req.WithContext(request.WithUser(req.Context(), nodeUser("tok-a"))))
 		return rec
 	}
 	const forbidden = `serviceaccounts "default" is forbidden: `

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, &statusErr{code: http.StatusMethodNotAllowed, reason: metav1.StatusReasonMethodNotAllowed, msg: "the server does not allow this method on the requested resource"})
+		responsewriters.WriteError(w, &statusErr{code: http.StatusMethodNotAllowed, reason: metav1.StatusReasonMethodNotAllowed, msg: "the server does not allow this method on the requested resource"})
 		return true
 	}
 	docs := openAPI()
@@ -151,7 +152,7 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 		if strings.Contains(accept, "application/com.github.proto-openapi.spec.v2") {
 			data, err := openAPIV2Proto()
 			if err != nil {
-				writeError(w, err)
+				responsewriters.WriteError(w, err)
 				return true
 			}
 			serveDoc(w, r, openAPIV2ProtoType, data, docs.v2ETag, false)
@@ -165,11 +166,11 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 		gv := strings.Trim(strings.TrimPrefix(p, "/openapi/v3/"), "/")
 		data, ok := docs.v3[gv]
 		if !ok {
-			writeError(w, notFoundPath(p))
+			responsewriters.WriteError(w, responsewriters.NotFoundPath(p))
 			return true
 		}
 		if onlyProtobuf(accept) {
-			writeError(w, &statusErr{code: http.StatusNotAcceptable, reason: metav1.StatusReasonNotAcceptable,
+			responsewriters.WriteError(w, &statusErr{code: http.StatusNotAcceptable, reason: metav1.StatusReasonNotAcceptable,
 				msg: "only the following media types are accepted: application/json"})
 			return true
 		}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // checkFieldValidation honours the fieldValidation query parameter of
@@ -42,7 +44,7 @@ func (h *resourceHandler) checkFieldValidation(w http.ResponseWriter, r *http.Re
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return badRequest("read body: %v", err)
+		return responsewriters.BadRequest("read body: %v", err)
 	}
 	strictErrs, err := strictErrors(body, into, h.ri.Verb == "patch" && contentType == string(types.StrategicMergePatchType))
 	if err != nil || len(strictErrs) == 0 {

@@ -15,6 +15,7 @@ import (
 	psmetrics "k8s.io/pod-security-admission/metrics"
 	pspolicy "k8s.io/pod-security-admission/policy"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
@@ -57,14 +58,14 @@ func (s *Server) checkPodSecurity(ctx context.Context, a *attributes) error {
 	if gr != v1.Resource("pods") && gr != v1.Resource("namespaces") && !s.podSecurity.PodSpecExtractor.HasPodSpec(gr) {
 		return nil
 	}
-	user, _ := UserFrom(ctx)
+	user, _ := request.UserFrom(ctx)
 	name := a.objectName()
 	resp := s.podSecurity.Validate(ctx, &psapi.AttributesRecord{
 		Name: name, Namespace: a.namespace, Kind: a.res.GVK, Resource: a.res.GroupVersionResource(),
 		Subresource: a.subresource, Operation: a.op, Object: a.obj, OldObject: a.old, Username: user.Name,
 	})
 	for _, w := range resp.Warnings {
-		addWarning(ctx, w)
+		request.AddWarning(ctx, w)
 	}
 	if resp.Allowed {
 		return nil

@@ -9,20 +9,22 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
-var admin = User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
+var admin = request.User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
 
 // serveAs sends one request through the handler as u and returns the
 // recorded response. PATCH bodies are merge patches.
-func serveAs(t *testing.T, u User, method, path, body string) *httptest.ResponseRecorder {
+func serveAs(t *testing.T, u request.User, method, path, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if method == http.MethodPatch {
 		req.Header.Set("Content-Type", "application/merge-patch+json")
 	}
-	req = req.WithContext(WithUser(req.Context(), u))
+	req = req.WithContext(request.WithUser(req.Context(), u))
 	rec := httptest.NewRecorder()
 	testSrv.Handler().ServeHTTP(rec, req)
 	return rec
@@ -131,7 +133,7 @@ func TestPodSecurityPodUpdates(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPatch, pod, strings.NewReader(`[{"op":"replace","path":"/spec/containers/0/image","value":"busybox:2"}]`))
 	req.Header.Set("Content-Type", "application/json-patch+json")
 	rec = httptest.NewRecorder()
-	testSrv.Handler().ServeHTTP(rec, req.WithContext(WithUser(req.Context(), admin)))
+	testSrv.Handler().ServeHTTP(rec, req.WithContext(request.WithUser(req.Context(), admin)))
 	want := `pods "p" is forbidden: violates PodSecurity "restricted:latest": ` + restrictedDetail
 	if rec.Code != http.StatusForbidden || statusMessage(t, rec) != want {
 		t.Errorf("change the image: %d %s, want 403 %s", rec.Code, rec.Body, want)

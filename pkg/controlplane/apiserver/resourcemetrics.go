@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
@@ -87,9 +89,9 @@ func (s *Server) fetchResourceMetrics(ctx context.Context, node *v1.Node) (io.Re
 // pods as metrics-server's REST storage: the objects are read from the
 // API (a missing one is that 404), their metrics from the scrapes, and
 // an object without metrics yet is not found (get) or left out (list).
-func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri requestInfo) {
+func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri request.Info) {
 	if ri.Verb != "get" && ri.Verb != "list" {
-		writeError(w, methodNotSupported(groupResource(res), ri.Verb))
+		responsewriters.WriteError(w, responsewriters.MethodNotSupported(groupResource(res), ri.Verb))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -97,11 +99,11 @@ func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, re
 	objs, err := s.metricsObjects(ctx, r, res, ri)
 	switch {
 	case err != nil:
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 	case ri.Verb == "list":
 		s.writeMetricsList(w, r, res, objs)
 	case len(objs) == 0:
-		writeError(w, apierrors.NewNotFound(groupResource(res), metricsName(ri)))
+		responsewriters.WriteError(w, apierrors.NewNotFound(groupResource(res), metricsName(ri)))
 	default:
 		s.writeObject(w, r, res, http.StatusOK, objs[0])
 	}
@@ -109,7 +111,7 @@ func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, re
 
 // metricsName is how metrics-server names a missing object: pods by
 // namespace/name.
-func metricsName(ri requestInfo) string {
+func metricsName(ri request.Info) string {
 	if ri.Namespace != "" {
 		return ri.Namespace + "/" + ri.Name
 	}
@@ -117,7 +119,7 @@ func metricsName(ri requestInfo) string {
 }
 
 // metricsObjects are the metrics of the requested nodes or pods.
-func (s *Server) metricsObjects(ctx context.Context, r *http.Request, res *registry.Resource, ri requestInfo) ([]runtime.Object, error) {
+func (s *Server) metricsObjects(ctx context.Context, r *http.Request, res *registry.Resource, ri request.Info) ([]runtime.Object, error) {
 	sel, err := parseMetricsSelectors(r)
 	if err != nil {
 		return nil, err
@@ -175,11 +177,11 @@ func parseMetricsSelectors(r *http.Request) (metricsSelectors, error) {
 	q := r.URL.Query()
 	ls, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
-		return metricsSelectors{}, badRequest("unable to parse requirement: %v", err)
+		return metricsSelectors{}, responsewriters.BadRequest("unable to parse requirement: %v", err)
 	}
 	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
 	if err != nil {
-		return metricsSelectors{}, badRequest("invalid field selector: %v", err)
+		return metricsSelectors{}, responsewriters.BadRequest("invalid field selector: %v", err)
 	}
 	return metricsSelectors{labels: ls, fields: fs}, nil
 }
@@ -211,15 +213,15 @@ func (sel metricsSelectors) filterFields(objs []runtime.Object) []runtime.Object
 // Table.
 func (s *Server) writeMetricsList(w http.ResponseWriter, r *http.Request, res *registry.Resource, objs []runtime.Object) {
 	if wantsTable(r) {
-		writeJSON(w, http.StatusOK, s.table(r, res, objs, &metav1.ListMeta{}))
+		responsewriters.WriteJSON(w, http.StatusOK, s.table(r, res, objs, &metav1.ListMeta{}))
 		return
 	}
 	list, err := listObject(res, objs, "", "", nil)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 }
 
 // isResourceMetrics reports whether res is served from the scrapes rather

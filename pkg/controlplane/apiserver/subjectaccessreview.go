@@ -5,6 +5,8 @@ import (
 	"net/url"
 
 	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // reviewSubjectAccess answers a SubjectAccessReview: may the user the spec
@@ -14,7 +16,7 @@ import (
 // kubelet's Webhook authorization mode), e.g. whether the API server's
 // kubelet client may get nodes/proxy.
 func (s *Server) reviewSubjectAccess(r *http.Request, spec *authzv1.SubjectAccessReviewSpec) authzv1.SubjectAccessReviewStatus {
-	as := r.Clone(WithUser(r.Context(), User{Name: spec.User, Groups: spec.Groups}))
+	as := r.Clone(request.WithUser(r.Context(), request.User{Name: spec.User, Groups: spec.Groups}))
 	// A node's list and watch of pods are allowed by their field
 	// selector, which the authorizer reads from the query.
 	as.URL = &url.URL{Path: r.URL.Path}

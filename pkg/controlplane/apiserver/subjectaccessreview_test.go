@@ -9,6 +9,8 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 func TestSubjectAccessReview(t *testing.T) {
@@ -52,12 +54,12 @@ func TestSubjectAccessReview(t *testing.T) {
 }
 
 func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
-	node := User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
-	stranger := User{Name: "bob", Groups: []string{"system:authenticated"}}
+	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
+	stranger := request.User{Name: "bob", Groups: []string{"system:authenticated"}}
 	sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"bob","resourceAttributes":{"verb":"get","resource":"pods"}}}`
 	tests := []struct {
 		name, method, path, body string
-		user                     User
+		user                     request.User
 		want                     int
 	}{
 		{"a node proxies to its kubelet", http.MethodGet, "/api/v1/nodes/node-a/proxy/healthz", "", node, http.StatusForbidden},
@@ -72,7 +74,7 @@ func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
 	for _, tc := range tests {
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
-		req = req.WithContext(WithUser(req.Context(), tc.user))
+		req = req.WithContext(request.WithUser(req.Context(), tc.user))
 		rec := httptest.NewRecorder()
 		testSrv.Handler().ServeHTTP(rec, req)
 		if rec.Code != tc.want {

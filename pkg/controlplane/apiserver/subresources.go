@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -41,7 +43,7 @@ func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWri
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, scaleOf(obj))
+		responsewriters.WriteJSON(w, http.StatusOK, scaleOf(obj))
 		return nil
 	}
 	return h.get(ctx, w, r)
@@ -60,7 +62,7 @@ func (h *resourceHandler) createSubresource(ctx context.Context, w http.Response
 	if notServed[h.ri.Subresource] {
 		return errNotServed(h.res.Plural + "/" + h.ri.Subresource)
 	}
-	return methodNotSupported(groupResource(h.res), "create")
+	return responsewriters.MethodNotSupported(groupResource(h.res), "create")
 }
 
 // bind sets spec.nodeName once, as the scheduler's Binding does.
@@ -70,10 +72,10 @@ func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *ht
 		return err
 	}
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		return badRequest("binding target must be a Node, not %q", b.Target.Kind)
+		return responsewriters.BadRequest("binding target must be a Node, not %q", b.Target.Kind)
 	}
 	if b.Target.Name == "" {
-		return badRequest("binding target name is required")
+		return responsewriters.BadRequest("binding target name is required")
 	}
 	_, err := h.st.Update(ctx, h.ri.Namespace, h.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*v1.Pod)
@@ -96,7 +98,7 @@ func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	responsewriters.WriteJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
 	return nil
 }
 
@@ -117,7 +119,7 @@ func (h *resourceHandler) evict(ctx context.Context, w http.ResponseWriter, r *h
 	if _, err := h.s.deleteObject(ctx, h, h.ri.Namespace, h.ri.Name, opts); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	responsewriters.WriteJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
 	return nil
 }
 
@@ -130,14 +132,14 @@ func (h *resourceHandler) updateSubresource(ctx context.Context, w http.Response
 	case "finalize":
 		return h.update(ctx, w, r)
 	}
-	return methodNotSupported(groupResource(h.res), h.ri.Verb)
+	return responsewriters.MethodNotSupported(groupResource(h.res), h.ri.Verb)
 }
 
 func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	var sc autoscalingv1.Scale
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
-		return badRequest("read body: %v", err)
+		return responsewriters.BadRequest("read body: %v", err)
 	}
 	if r.Method == http.MethodPatch {
 		cur, err := h.st.Get(ctx, h.ri.Namespace, h.ri.Name)
@@ -147,7 +149,7 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 		raw, _ := json.Marshal(scaleOf(cur))
 		pt := patchTypeOf(r)
 		if body, err = applyPatch(pt, raw, body, &autoscalingv1.Scale{}); err != nil {
-			return badRequest("%v", err)
+			return responsewriters.BadRequest("%v", err)
 		}
 	}
 	ct := r.Header.Get("Content-Type")
@@ -155,7 +157,7 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 		ct = "application/json"
 	}
 	if err := decodeInto(ct, body, &sc); err != nil {
-		return badRequest("invalid Scale: %v", err)
+		return responsewriters.BadRequest("invalid Scale: %v", err)
 	}
 	if sc.Spec.Replicas < 0 {
 		return apierrors.NewBadRequest(fmt.Sprintf("Scale.Spec.Replicas %d must be >= 0", sc.Spec.Replicas))
@@ -172,7 +174,7 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, scaleOf(updated))
+	responsewriters.WriteJSON(w, http.StatusOK, scaleOf(updated))
 	return nil
 }
 
@@ -194,7 +196,7 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 			return err
 		}
 	default:
-		return methodNotSupported(groupResource(res), "create")
+		return responsewriters.MethodNotSupported(groupResource(res), "create")
 	}
 	s.writeObject(w, r, res, http.StatusCreated, obj)
 	return nil
@@ -215,7 +217,7 @@ func invalidReview(res *registry.Resource, obj runtime.Object) error {
 // reviewAccess answers "may I?" with the same authorizer that guards the
 // requests themselves.
 func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes) bool {
-	u, authenticated := UserFrom(r.Context())
+	u, authenticated := request.UserFrom(r.Context())
 	if !authenticated || isMaster(u) {
 		return true
 	}
@@ -226,7 +228,7 @@ func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes
 		if res.GVK.Group != attrs.Group || res.Plural != attrs.Resource || (attrs.Version != "" && attrs.Version != "*" && res.GVK.Version != attrs.Version) {
 			continue
 		}
-		ri := requestInfo{Group: attrs.Group, Version: res.GVK.Version, Namespace: attrs.Namespace, Resource: attrs.Resource,
+		ri := request.Info{Group: attrs.Group, Version: res.GVK.Version, Namespace: attrs.Namespace, Resource: attrs.Resource,
 			Name: attrs.Name, Subresource: attrs.Subresource, Verb: attrs.Verb}
 		return s.authorize(r, res, ri) == nil
 	}

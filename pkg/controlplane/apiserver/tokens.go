@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // DefaultServiceAccountIssuer is kubeadm's --service-account-issuer; the
@@ -42,14 +44,14 @@ const (
 const tokenLeeway = time.Minute
 
 // ServiceAccountUser is the user a service account authenticates as.
-func ServiceAccountUser(ns, name string) User {
-	return User{Name: ServiceAccountUserPrefix + ns + ":" + name,
+func ServiceAccountUser(ns, name string) request.User {
+	return request.User{Name: ServiceAccountUserPrefix + ns + ":" + name,
 		Groups: []string{ServiceAccountsGroup, serviceAccountGroupPrefix + ns}}
 }
 
 // TokenResult is what authenticating a bearer token found.
 type TokenResult struct {
-	User      User
+	User      request.User
 	UID       string
 	Extra     map[string][]string
 	Audiences []string // the audiences the token was valid for

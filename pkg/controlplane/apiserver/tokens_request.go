@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // TokenRequest limits and default, as upstream's.
@@ -107,7 +109,7 @@ func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter
 		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
 	}
 	req.APIVersion, req.Kind = tokenRequestGVK.GroupVersion().String(), tokenRequestGVK.Kind
-	writeJSON(w, http.StatusCreated, &req)
+	responsewriters.WriteJSON(w, http.StatusCreated, &req)
 	return nil
 }
 
@@ -128,7 +130,7 @@ func validateTokenRequest(req *authnv1.TokenRequest) field.ErrorList {
 func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saName string, ref *authnv1.BoundObjectReference) error {
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 	if gvk.Group != "" || gvk.Kind != "Pod" {
-		return badRequest("cannot bind token to object of type %s", gvk.String())
+		return responsewriters.BadRequest("cannot bind token to object of type %s", gvk.String())
 	}
 	obj, err := s.store("/v1/pods").Get(ctx, ns, ref.Name)
 	if err != nil {
@@ -136,7 +138,7 @@ func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saN
 	}
 	pod := obj.(*v1.Pod)
 	if pod.Spec.ServiceAccountName != saName {
-		return badRequest("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", saName)
+		return responsewriters.BadRequest("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", saName)
 	}
 	if ref.UID != "" && ref.UID != pod.UID {
 		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
@@ -160,7 +162,7 @@ func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saN
 func (s *Server) reviewToken(ctx context.Context, tr *authnv1.TokenReview) error {
 	tr.Status = authnv1.TokenReviewStatus{}
 	if tr.Spec.Token == "" {
-		return badRequest("token is required for TokenReview in authentication")
+		return responsewriters.BadRequest("token is required for TokenReview in authentication")
 	}
 	if s.cfg.TokenAuthenticator == nil {
 		return nil

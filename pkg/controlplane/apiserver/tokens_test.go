@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 func newTestSigner(t *testing.T) *TokenSigner {
@@ -286,10 +288,10 @@ func TestTokenReview(t *testing.T) {
 		gotAuds = auds
 		switch token {
 		case "good":
-			return TokenResult{User: User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}, UID: "1",
+			return TokenResult{User: request.User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}, UID: "1",
 				Extra: map[string][]string{"k": {"v"}}, Audiences: auds}, true, nil
 		case "wrong-auds":
-			return TokenResult{User: User{Name: "alice"}, Audiences: []string{"elsewhere"}}, true, nil
+			return TokenResult{User: request.User{Name: "alice"}, Audiences: []string{"elsewhere"}}, true, nil
 		}
 		return TokenResult{}, false, errorString("invalid bearer token")
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
@@ -33,7 +34,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	filter, err := h.selectors(r)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if h.ri.Name != "" {

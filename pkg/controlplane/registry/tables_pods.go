@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 var podColumns = []metav1.TableColumnDefinition{
@@ -25,10 +27,6 @@ var podColumns = []metav1.TableColumnDefinition{
 // nodeUnreachablePodReason is the status reason the node lifecycle
 // controller gives pods of an unreachable node.
 const nodeUnreachablePodReason = "NodeLost"
-
-func isSidecar(c *v1.Container) bool {
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
 
 func podCondition(pod *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 	for i := range pod.Status.Conditions {
@@ -62,7 +60,7 @@ func podRow(pod *v1.Pod) []interface{} {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		inits[c.Name] = c
-		if isSidecar(c) {
+		if podutil.IsSidecar(c) {
 			total++
 		}
 	}
@@ -76,7 +74,7 @@ func podRow(pod *v1.Pod) []interface{} {
 	for i, st := range pod.Status.InitContainerStatuses {
 		restarts += int(st.RestartCount)
 		later(&lastRestart, st)
-		sidecar := isSidecar(inits[st.Name])
+		sidecar := podutil.IsSidecar(inits[st.Name])
 		if sidecar {
 			sidecarRestarts += int(st.RestartCount)
 			later(&lastSidecarRestart, st)

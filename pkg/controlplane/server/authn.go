@@ -16,13 +16,14 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 // groupAuthenticated is added to every authenticated user, as upstream does.
 const groupAuthenticated = "system:authenticated"
 
 // tokenUsers maps static bearer tokens to users.
-type tokenUsers map[string]apiserver.User
+type tokenUsers map[string]request.User
 
 // loadTokenFile reads kube-apiserver's static token file format:
 // token,user,uid[,"group1,group2"]. A missing file means no tokens.
@@ -57,7 +58,7 @@ func parseTokens(r io.Reader, name string) (tokenUsers, error) {
 		if rec[0] == "" || rec[1] == "" {
 			return nil, fmt.Errorf("%s line %d: empty token or user", name, line)
 		}
-		u := apiserver.User{Name: rec[1]}
+		u := request.User{Name: rec[1]}
 		if len(rec) > 3 {
 			for g := range strings.SplitSeq(rec[3], ",") {
 				if g = strings.TrimSpace(g); g != "" {
@@ -94,7 +95,7 @@ func authenticateWith(tokens *tokenAuthenticator, next http.Handler) http.Handle
 			writeUnauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(apiserver.WithUser(r.Context(), u)))
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 	})
 }
 
@@ -146,15 +147,15 @@ func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string
 
 // certUser maps a client certificate that verified against the CA (with
 // the client-auth usage) to CN and O.
-func certUser(r *http.Request) (apiserver.User, bool) {
+func certUser(r *http.Request) (request.User, bool) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return apiserver.User{}, false
+		return request.User{}, false
 	}
 	subj := r.TLS.VerifiedChains[0][0].Subject
 	if subj.CommonName == "" {
-		return apiserver.User{}, false
+		return request.User{}, false
 	}
-	return apiserver.User{Name: subj.CommonName, Groups: append([]string(nil), subj.Organization...)}, true
+	return request.User{Name: subj.CommonName, Groups: append([]string(nil), subj.Organization...)}, true
 }
 
 // bearerToken returns the request's bearer token, if it has one.

@@ -12,20 +12,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
 func TestParseTokens(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		want    map[string]apiserver.User
+		want    map[string]request.User
 		wantErr bool
 	}{
-		{name: "empty", in: "", want: map[string]apiserver.User{}},
-		{name: "no groups", in: "tok,bob,42\n", want: map[string]apiserver.User{"tok": {Name: "bob"}}},
-		{name: "groups", in: "tok,alice,1,\"a, b\"\n", want: map[string]apiserver.User{"tok": {Name: "alice", Groups: []string{"a", "b"}}}},
-		{name: "two lines", in: "t1,u1,1\nt2,u2,2,g\n", want: map[string]apiserver.User{
+		{name: "empty", in: "", want: map[string]request.User{}},
+		{name: "no groups", in: "tok,bob,42\n", want: map[string]request.User{"tok": {Name: "bob"}}},
+		{name: "groups", in: "tok,alice,1,\"a, b\"\n", want: map[string]request.User{"tok": {Name: "alice", Groups: []string{"a", "b"}}}},
+		{name: "two lines", in: "t1,u1,1\nt2,u2,2,g\n", want: map[string]request.User{
 			"t1": {Name: "u1"}, "t2": {Name: "u2", Groups: []string{"g"}}}},
 		{name: "too few fields", in: "tok,bob\n", wantErr: true},
 		{name: "empty token", in: ",bob,1\n", wantErr: true},
@@ -52,11 +52,11 @@ func TestParseTokens(t *testing.T) {
 }
 
 func TestAuthenticate(t *testing.T) {
-	var seen *apiserver.User
+	var seen *request.User
 	var sawAuthHeader bool
 	h := authenticate(tokenUsers{"tok": {Name: "alice", Groups: []string{"devs"}}},
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			u, ok := apiserver.UserFrom(r.Context())
+			u, ok := request.UserFrom(r.Context())
 			if ok {
 				seen = &u
 			}

@@ -1,4 +1,4 @@
-package apiserver
+package request
 
 import (
 	"context"
@@ -19,15 +19,15 @@ type warningRecorder struct {
 
 type warningsKey struct{}
 
-// withWarnings gives the request a recorder writing into header; warnings
+// WithWarnings gives the request a recorder writing into header; warnings
 // must be added before the response status is written.
-func withWarnings(ctx context.Context, header http.Header) context.Context {
+func WithWarnings(ctx context.Context, header http.Header) context.Context {
 	return context.WithValue(ctx, warningsKey{}, &warningRecorder{header: header, seen: map[string]bool{}})
 }
 
-// addWarning records text for the client. Retried updates run admission
+// AddWarning records text for the client. Retried updates run admission
 // again, hence the deduplication.
-func addWarning(ctx context.Context, text string) {
+func AddWarning(ctx context.Context, text string) {
 	rec, ok := ctx.Value(warningsKey{}).(*warningRecorder)
 	if !ok || text == "" {
 		return

@@ -1,4 +1,4 @@
-package apiserver
+package responsewriters
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// writeError answers with the upstream metav1.Status for err; errors that
+// WriteError answers with the upstream metav1.Status for err; errors that
 // are not API errors become 500s.
-func writeError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) {
 	var st apierrors.APIStatus
 	status := metav1.Status{}
 	if errors.As(err, &st) {
@@ -33,11 +33,13 @@ func writeError(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(&status)
 }
 
-func badRequest(format string, args ...interface{}) error {
+// BadRequest is a 400 with a formatted message.
+func BadRequest(format string, args ...interface{}) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
 
-func notFoundPath(path string) error {
+// NotFoundPath is upstream's 404 for a path nothing serves.
+func NotFoundPath(path string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 		Message: "the server could not find the requested resource",
@@ -45,6 +47,14 @@ func notFoundPath(path string) error {
 	}}
 }
 
-func methodNotSupported(gr schema.GroupResource, verb string) error {
+// MethodNotSupported is a 405 for verb on gr.
+func MethodNotSupported(gr schema.GroupResource, verb string) error {
 	return apierrors.NewMethodNotSupported(gr, verb)
+}
+
+// WriteJSON answers with obj as JSON.
+func WriteJSON(w http.ResponseWriter, code int, obj interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(obj)
 }

@@ -1,12 +1,12 @@
-package apiserver
+package request
 
 import (
 	"net/http"
 	"strings"
 )
 
-// requestInfo is what a resource request's path and method say.
-type requestInfo struct {
+// Info is what a resource request's path and method say.
+type Info struct {
 	Group, Version string
 	Namespace      string
 	Resource       string // plural
@@ -15,10 +15,10 @@ type requestInfo struct {
 	Verb           string // get, list, watch, create, update, patch, delete, deletecollection
 }
 
-// parseResourcePath splits /api/v1/... and /apis/<group>/<version>/...
+// ParseResourcePath splits /api/v1/... and /apis/<group>/<version>/...
 // paths; ok is false for anything else (discovery, /version...).
-func parseResourcePath(method, path string, watchParam bool) (requestInfo, bool) {
-	var ri requestInfo
+func ParseResourcePath(method, path string, watchParam bool) (Info, bool) {
+	var ri Info
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
