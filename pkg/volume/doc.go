@@ -11,8 +11,11 @@
 // and called again on every sync to propagate updates. Secrets and
 // projected volumes live on a per-volume tmpfs, never on disk.
 //
-// The Manager keeps the desired volumes of every pod, sets them up when a
-// pod worker asks, and removes the directories of pods that no longer
-// exist (after an agent restart too: mounted volumes of running pods are
-// adopted, not mounted again).
+// The Manager is stateless: the pod worker asks it to set a pod's volumes
+// up on every sync (SetUpPod, idempotent) and to tear them down once the
+// pod's containers are gone (TearDownPod); what is mounted is read from the
+// pod's volume directory each time, never remembered. CleanupOrphans
+// removes the directories of pods that no longer exist, after an agent
+// restart too (mounted volumes of running pods are found on disk, not
+// mounted again).
 package volume

@@ -1,6 +1,7 @@
 // Package server assembles the bundled control plane behind
 // `nodeagent server`: the PKI, etcd (embedded or external), the API server
-// and, later, the scheduler, controllers and a node agent for this host.
+// the scheduler, the controllers and the cluster DNS. This host's node agent
+// is not part of it: the all-in-one `nodeagent server` runs one beside it.
 //
 //	err := server.Run(ctx, server.Config{DataDir: "/var/lib/nodeagent"})
 //
