@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
@@ -44,7 +46,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	if !plan.CreateSandbox && len(st.Sandboxes) > 0 {
 		attempt = st.Sandboxes[0].Attempt
 	}
-	sbCfg, err := w.sandboxConfig(pod, attempt)
+	sbCfg, err := criconfig.SandboxConfig(pod, w.m.node(), attempt)
 	if err != nil {
 		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
@@ -74,8 +76,8 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		w.startParallel(ctx, pod, pod.Spec.Containers, plan.ContainersToStart, target)
 	}
 	for name, d := range plan.BackingOff {
-		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
-		w.m.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
+		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podutil.Desc(pod))})
+		w.m.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podutil.Desc(pod))
 	}
 	return nil
 }
@@ -106,8 +108,6 @@ func (w *worker) refreshVolumes(ctx context.Context, pod *v1.Pod, st *runtime.Po
 	}
 }
 
-func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
-
 // gracePeriod is the stop timeout: the deletion's grace if set, else the
 // spec's, never below the kubelet's minimum.
 func gracePeriod(pod *v1.Pod) int64 {
@@ -122,21 +122,6 @@ func gracePeriod(pod *v1.Pod) int64 {
 		g = minGracePeriod
 	}
 	return g
-}
-
-func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*criv1.PodSandboxConfig, error) {
-	dns, err := dnsConfig(pod, w.m.cfg.DNS)
-	if err != nil {
-		return nil, err
-	}
-	cfg := buildSandboxConfig(pod, sandboxInputs{
-		Attempt:    attempt,
-		LogDir:     runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
-		CgroupRoot: w.m.cfg.CgroupRoot,
-		DNS:        dns,
-	})
-	cfg.Annotations[runtime.AnnotationSandboxHash] = runtime.HashSandbox(pod)
-	return cfg, nil
 }
 
 func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
@@ -193,7 +178,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	id, err := w.createContainer(ctx, pod, c, t, imageRef, restartCount)
 	if err != nil {
 		reason := "CreateContainerError"
-		var ce *configError
+		var ce *criconfig.ConfigError
 		if errors.As(err, &ce) {
 			reason = "CreateContainerConfigError"
 		}
@@ -217,12 +202,12 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 }
 
 func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget, imageRef string, restartCount int) (_ string, retErr error) {
-	if effective(pod, c).RunAsNonRoot {
+	if criconfig.RunAsNonRoot(pod, c) {
 		img, err := w.m.cfg.Images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return "", err
 		}
-		if err := verifyRunAsNonRoot(pod, c, img.GetImage()); err != nil {
+		if err := criconfig.VerifyRunAsNonRoot(pod, c, img.GetImage()); err != nil {
 			return "", err
 		}
 	}
@@ -239,10 +224,9 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return "", err
 	}
-	in := containerInputs{
-		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
-		ImageRef: imageRef, RestartCount: restartCount,
-		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable, PidTarget: t.pidTarget,
+	in := criconfig.ContainerInputs{
+		PodIPs: t.podIPs, ImageRef: imageRef, RestartCount: restartCount,
+		TermMessagePath: termPath, PidTarget: t.pidTarget,
 		EnvObjects: envObjs, Volumes: t.volumes,
 	}
 	if !pod.Spec.HostNetwork {
@@ -255,7 +239,7 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			}
 		}
 	}
-	cfg, err := buildContainerConfig(pod, c, in)
+	cfg, err := criconfig.ContainerConfig(pod, c, w.m.node(), in)
 	if err != nil {
 		return "", err
 	}
@@ -306,7 +290,7 @@ func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain string) 
 	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
 	for _, ip := range ips {
-		name := podHostname(pod)
+		name := criconfig.Hostname(pod)
 		if pod.Spec.Subdomain != "" {
 			fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
 			if clusterDomain != "" {

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -77,7 +78,7 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 // upstream's killContainer. A failure is reported as FailedPreStopHook and
 // the stop goes on.
 func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, grace int64) int64 {
-	c := findContainer(pod, name)
+	c := podutil.FindContainer(pod, name)
 	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || grace <= 0 {
 		return grace
 	}

@@ -397,14 +397,14 @@ func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
 		var d time.Duration
 		switch wt.Reason {
 		case "CrashLoopBackOff":
-			c := findContainer(pod, name)
+			c := podutil.FindContainer(pod, name)
 			cs := st.Latest(name)
 			if c == nil || cs == nil {
 				continue
 			}
 			d = cs.FinishedAt.Add(w.m.backoff.Get(backoffKey(pod, c))).Sub(w.m.now())
 		case ReasonErrImagePull, ReasonImagePullBackOff:
-			if c := findContainer(pod, name); c != nil {
+			if c := podutil.FindContainer(pod, name); c != nil {
 				d = w.m.puller.backoff.Get(pullKey(pod, c))
 			}
 		default:
