@@ -46,9 +46,9 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	if !plan.CreateSandbox && len(st.Sandboxes) > 0 {
 		attempt = st.Sandboxes[0].Attempt
 	}
-	sbCfg, err := criconfig.SandboxConfig(pod, w.m.node(), attempt)
+	sbCfg, err := criconfig.SandboxConfig(pod, w.d.node, attempt)
 	if err != nil {
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
 	}
 	sandboxID := plan.SandboxID
@@ -58,7 +58,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	}
 	if plan.CreateSandbox {
 		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
-			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("create sandbox: %w", err)
 		}
 	}
@@ -77,7 +77,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	}
 	for name, d := range plan.BackingOff {
 		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podutil.Desc(pod))})
-		w.m.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podutil.Desc(pod))
+		w.d.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podutil.Desc(pod))
 	}
 	return nil
 }
@@ -128,18 +128,18 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodS
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	id, err := w.m.cfg.Runtime.RunPodSandbox(ctx, cfg, w.m.cfg.RuntimeHandler)
+	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, w.d.runtimeHandler)
 	if err != nil {
 		return "", nil, err
 	}
 	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
-	resp, err := w.m.cfg.Runtime.PodSandboxStatus(ctx, id, false)
+	resp, err := w.d.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
 		return id, nil, err
 	}
 	ips := runtime.SandboxIPs(resp.GetStatus())
 	if !pod.Spec.HostNetwork {
-		if err := writeEtcHosts(w.podDir(), pod, ips, w.m.cfg.DNS.ClusterDomain); err != nil {
+		if err := writeEtcHosts(w.podDir(), pod, ips, w.d.node.DNS.ClusterDomain); err != nil {
 			return id, ips, err
 		}
 	}
@@ -158,7 +158,7 @@ type startTarget struct {
 // startContainer pulls, creates and starts one container, recording why
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
-	imageRef, err := w.m.puller.ensure(ctx, pod, c, t.sandbox)
+	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox)
 	if err != nil {
 		var pe *pullError
 		if errors.As(err, &pe) {
@@ -170,7 +170,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if prev := t.status.Latest(c.Name); prev != nil {
 		restartCount = prev.RestartCount + 1
 		if prev.State == criv1.ContainerState_CONTAINER_EXITED {
-			w.m.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
+			w.d.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
 		}
 	} else {
 		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
@@ -183,17 +183,17 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 			reason = "CreateContainerConfigError"
 		}
 		w.setWaiting(c.Name, Waiting{reason, err.Error()})
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := w.m.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := w.d.runtime.StartContainer(ctx, id); err != nil {
 		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
 	w.clearWaiting(c.Name)
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	podIP := ""
 	if len(t.podIPs) > 0 {
 		podIP = t.podIPs[0]
@@ -203,7 +203,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 
 func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget, imageRef string, restartCount int) (_ string, retErr error) {
 	if criconfig.RunAsNonRoot(pod, c) {
-		img, err := w.m.cfg.Images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
+		img, err := w.d.images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return "", err
 		}
@@ -220,7 +220,7 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			os.Remove(termPath)
 		}
 	}()
-	envObjs, err := fetchEnvObjects(ctx, w.m.cfg.Objects, pod.Namespace, c)
+	envObjs, err := fetchEnvObjects(ctx, w.d.objects, pod.Namespace, c)
 	if err != nil {
 		return "", err
 	}
@@ -234,19 +234,19 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		// half-way, so the runtime never bind-mounts a missing file.
 		in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
 		if _, err := os.Stat(in.EtcHostsPath); err != nil {
-			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.m.cfg.DNS.ClusterDomain); err != nil {
+			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.d.node.DNS.ClusterDomain); err != nil {
 				return "", err
 			}
 		}
 	}
-	cfg, err := criconfig.ContainerConfig(pod, c, w.m.node(), in)
+	cfg, err := criconfig.ContainerConfig(pod, c, w.d.node, in)
 	if err != nil {
 		return "", err
 	}
-	return w.m.cfg.Runtime.CreateContainer(ctx, t.sandboxID, cfg, t.sandbox)
+	return w.d.runtime.CreateContainer(ctx, t.sandboxID, cfg, t.sandbox)
 }
 
-func (w *worker) podDir() string { return filepath.Join(w.m.cfg.RootDir, "pods", string(w.uid)) }
+func (w *worker) podDir() string { return filepath.Join(w.d.rootDir, "pods", string(w.uid)) }
 
 // termMessageFile creates the host file mounted at terminationMessagePath,
 // world-writable so that non-root containers can write it.
@@ -319,9 +319,9 @@ func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[stri
 			if k.Grace != nil {
 				g = max(*k.Grace, minGracePeriod)
 			}
-			w.m.events.Eventf(containerRefByName(pod, k.Name), v1.EventTypeNormal, "Killing", "%s", k.Message)
+			w.d.events.Eventf(containerRefByName(pod, k.Name), v1.EventTypeNormal, "Killing", "%s", k.Message)
 			g = w.runPreStop(ctx, pod, k.Name, id, g)
-			if err := w.m.cfg.Runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
+			if err := w.d.runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
 				w.log.Error("stop container failed", "container", k.Name, "err", err)
 			}
 		}()
@@ -360,7 +360,7 @@ func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		if sb.State != criv1.PodSandboxState_SANDBOX_READY {
 			continue
 		}
-		if err := w.m.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+		if err := w.d.runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -321,7 +321,7 @@ func needsAdmission(pod *v1.Pod) bool {
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {
-	w := newWorker(m, pod)
+	w := newWorker(m.workerDeps(), pod)
 	w.orphan = orphan
 	m.workers[pod.UID] = w
 	m.wg.Add(1)

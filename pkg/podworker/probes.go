@@ -62,12 +62,12 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return true
 	}
-	msg, err := w.m.hooks.Run(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+	msg, err := w.d.hooks.Run(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
 	if err == nil {
 		return true
 	}
 	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
 	w.killContainers(ctx, pod, map[string]KillReason{id: {Name: c.Name, Message: "FailedPostStartHook"}}, gracePeriod(pod))
 	w.setWaiting(c.Name, Waiting{"PostStartHookError", msg})
 	return false
@@ -89,9 +89,9 @@ func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, g
 	if s := w.Status(); s != nil {
 		podIP = s.PodIP
 	}
-	if msg, err := w.m.hooks.Run(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+	if msg, err := w.d.hooks.Run(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
 		w.log.Warn("preStop hook failed", "container", name, "err", err)
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 	}
 	return graceLeft(grace, time.Since(start))
 }

@@ -23,29 +23,29 @@ type VolumeManager interface {
 // setUpVolumes sets the pod's volumes up (again: data volumes refresh) and
 // reports each failure as the kubelet's FailedMount event.
 func (w *worker) setUpVolumes(ctx context.Context, pod *v1.Pod, podIPs []string) (map[string]volume.Mounted, error) {
-	if w.m.cfg.Volumes == nil || len(pod.Spec.Volumes) == 0 {
+	if w.d.volumes == nil || len(pod.Spec.Volumes) == 0 {
 		return nil, nil
 	}
 	if needsSharedRoot(pod) {
-		if err := volume.MakeRShared(w.m.cfg.RootDir); err != nil {
-			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "mount propagation: %v", err)
+		if err := volume.MakeRShared(w.d.rootDir); err != nil {
+			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "mount propagation: %v", err)
 			return nil, err
 		}
 	}
-	key, now := string(pod.UID), w.m.now()
-	if w.m.mounts.IsInBackOffSinceUpdate(key, now) {
-		return nil, &mountBackoff{w.m.mounts.Get(key)}
+	key, now := string(pod.UID), w.d.now()
+	if w.d.mounts.IsInBackOffSinceUpdate(key, now) {
+		return nil, &mountBackoff{w.d.mounts.Get(key)}
 	}
-	mounts, err := w.m.cfg.Volumes.SetUpPod(ctx, pod, podIPs)
+	mounts, err := w.d.volumes.SetUpPod(ctx, pod, podIPs)
 	if err == nil {
-		w.m.mounts.Reset(key)
+		w.d.mounts.Reset(key)
 		return mounts, nil
 	}
-	w.m.mounts.Next(key, now)
+	w.d.mounts.Next(key, now)
 	var se *volume.SetUpError
 	if errors.As(err, &se) {
 		for _, name := range se.Failed {
-			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", se.Messages[name])
+			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", se.Messages[name])
 		}
 		return mounts, fmt.Errorf("unmounted volumes=%v: %w", se.Failed, err)
 	}
@@ -66,9 +66,9 @@ func (w *worker) retryDelay(pod *v1.Pod, err error) time.Duration {
 	var mb *mountBackoff
 	var se *volume.SetUpError
 	if errors.As(err, &mb) || errors.As(err, &se) {
-		return max(w.m.mounts.Get(string(pod.UID)), 100*time.Millisecond)
+		return max(w.d.mounts.Get(string(pod.UID)), 100*time.Millisecond)
 	}
-	return w.m.cfg.RetryPeriod
+	return w.d.retryPeriod
 }
 
 // needsSharedRoot: some volume mount asks for propagation, which the
