@@ -22,6 +22,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/network"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
 	"github.com/nodeagent/nodeagent/pkg/staticpod"
@@ -346,8 +347,8 @@ func cgroupRoot(cfg *agentconfig.Config) string {
 	return cfg.CgroupRoot
 }
 
-func dnsSettings(cfg *agentconfig.Config) podworker.DNSSettings {
-	s := podworker.DNSSettings{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain}
+func dnsSettings(cfg *agentconfig.Config) criconfig.DNS {
+	s := criconfig.DNS{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain}
 	if cfg.ResolverConfig != nil {
 		s.ResolvConf = *cfg.ResolverConfig
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/podspec"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
@@ -184,7 +185,7 @@ func firstFailure(reasons []AdmitResult) AdmitResult {
 // rejectedStatus is upstream's rejectPod status.
 func rejectedStatus(pod *v1.Pod, r AdmitResult) v1.PodStatus {
 	return v1.PodStatus{
-		QOSClass: qosClass(pod),
+		QOSClass: criconfig.QOSClass(pod),
 		Phase:    v1.PodFailed,
 		Reason:   r.Reason,
 		Message:  "Pod was rejected: " + r.Message,

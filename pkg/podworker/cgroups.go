@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 )
 
 // cgroupMountRoot is where the host's cgroup hierarchies are mounted.
@@ -28,7 +29,7 @@ func removePodCgroups(root string, uid types.UID) error {
 	}
 	var errs []error
 	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-		parent := podCgroupParentFor(root, qos, uid)
+		parent := criconfig.PodCgroupParent(root, qos, uid)
 		// cgroup v2 has one hierarchy at the mount root.
 		if err := os.Remove(filepath.Join(cgroupMountRoot, parent)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
@@ -44,17 +45,4 @@ func removePodCgroups(root string, uid types.UID) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// podCgroupParentFor mirrors the kubelet's cgroupfs layout:
-// <root>/kubepods[/burstable|/besteffort]/pod<uid>.
-func podCgroupParentFor(root string, qos v1.PodQOSClass, uid types.UID) string {
-	base := strings.TrimRight(root, "/") + "/kubepods"
-	switch qos {
-	case v1.PodQOSBurstable:
-		base += "/burstable"
-	case v1.PodQOSBestEffort:
-		base += "/besteffort"
-	}
-	return base + "/pod" + string(uid)
 }

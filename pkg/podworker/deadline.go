@@ -25,7 +25,7 @@ func untilDeadline(pod *v1.Pod, start, now time.Time) (left time.Duration, ok bo
 // then stopped and reported Failed with reason DeadlineExceeded.
 func (w *worker) checkDeadline(pod *v1.Pod) bool {
 	w.mu.Lock()
-	left, ok := untilDeadline(pod, w.startTime, w.m.now())
+	left, ok := untilDeadline(pod, w.startTime, w.d.now())
 	already := w.failReason != ""
 	if ok && left <= 0 && !already {
 		w.failReason, w.failMessage = reasonDeadlineExceeded, messageDeadlineExceeded
@@ -34,7 +34,7 @@ func (w *worker) checkDeadline(pod *v1.Pod) bool {
 	w.mu.Unlock()
 	if failed && !already {
 		w.log.Info("pod exceeded its active deadline", "activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds)
-		w.m.events.Eventf(pod, v1.EventTypeNormal, reasonDeadlineExceeded, "%s", messageDeadlineExceeded)
+		w.d.events.Eventf(pod, v1.EventTypeNormal, reasonDeadlineExceeded, "%s", messageDeadlineExceeded)
 	}
 	return failed
 }

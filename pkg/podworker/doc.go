@@ -8,4 +8,6 @@
 // regenerates the pod's API status from what the runtime then reports.
 // The planner and the status generator take everything as arguments, so
 // both are unit-tested with tables; the executor is tested end to end.
+// What the CRI is asked for (sandbox and container configs) is
+// translated from the pod by the pure package criconfig.
 package podworker

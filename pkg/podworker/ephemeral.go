@@ -51,7 +51,7 @@ func (w *worker) startEphemeral(ctx context.Context, pod *v1.Pod, idx []int, tar
 			if cs == nil || cs.State != criv1.ContainerState_CONTAINER_RUNNING {
 				msg := fmt.Sprintf("target container %q is not running", name)
 				w.setWaiting(list[i].Name, Waiting{"CreateContainerError", msg})
-				w.m.events.Eventf(containerRef(pod, &list[i]), v1.EventTypeWarning, "Failed", "Error: %s", msg)
+				w.d.events.Eventf(containerRef(pod, &list[i]), v1.EventTypeWarning, "Failed", "Error: %s", msg)
 				continue
 			}
 			t.pidTarget = cs.ID

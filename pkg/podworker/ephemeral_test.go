@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -51,7 +52,7 @@ func TestEphemeralContainerStatusAndTarget(t *testing.T) {
 		t.Errorf("phase %s, %d container statuses: ephemeral containers do not count", s.Phase, len(s.ContainerStatuses))
 	}
 	c := ephemeralContainers(pod)[0]
-	cfg, err := buildContainerConfig(pod, &c, containerInputs{PidTarget: "id-foo1"})
+	cfg, err := criconfig.ContainerConfig(pod, &c, criconfig.Node{}, criconfig.ContainerInputs{PidTarget: "id-foo1"})
 	if err != nil {
 		t.Fatal(err)
 	}

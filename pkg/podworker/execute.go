@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
@@ -44,9 +46,9 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	if !plan.CreateSandbox && len(st.Sandboxes) > 0 {
 		attempt = st.Sandboxes[0].Attempt
 	}
-	sbCfg, err := w.sandboxConfig(pod, attempt)
+	sbCfg, err := criconfig.SandboxConfig(pod, w.d.node, attempt)
 	if err != nil {
-		w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
 	}
 	sandboxID := plan.SandboxID
@@ -56,7 +58,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	}
 	if plan.CreateSandbox {
 		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
-			w.m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("create sandbox: %w", err)
 		}
 	}
@@ -74,8 +76,8 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		w.startParallel(ctx, pod, pod.Spec.Containers, plan.ContainersToStart, target)
 	}
 	for name, d := range plan.BackingOff {
-		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podDesc(pod))})
-		w.m.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podDesc(pod))
+		w.setWaiting(name, Waiting{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podutil.Desc(pod))})
+		w.d.events.Eventf(containerRefByName(pod, name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, podutil.Desc(pod))
 	}
 	return nil
 }
@@ -106,8 +108,6 @@ func (w *worker) refreshVolumes(ctx context.Context, pod *v1.Pod, st *runtime.Po
 	}
 }
 
-func podDesc(pod *v1.Pod) string { return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID) }
-
 // gracePeriod is the stop timeout: the deletion's grace if set, else the
 // spec's, never below the kubelet's minimum.
 func gracePeriod(pod *v1.Pod) int64 {
@@ -124,37 +124,22 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return g
 }
 
-func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*criv1.PodSandboxConfig, error) {
-	dns, err := dnsConfig(pod, w.m.cfg.DNS)
-	if err != nil {
-		return nil, err
-	}
-	cfg := buildSandboxConfig(pod, sandboxInputs{
-		Attempt:    attempt,
-		LogDir:     runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
-		CgroupRoot: w.m.cfg.CgroupRoot,
-		DNS:        dns,
-	})
-	cfg.Annotations[runtime.AnnotationSandboxHash] = runtime.HashSandbox(pod)
-	return cfg, nil
-}
-
 func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	id, err := w.m.cfg.Runtime.RunPodSandbox(ctx, cfg, w.m.cfg.RuntimeHandler)
+	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, w.d.runtimeHandler)
 	if err != nil {
 		return "", nil, err
 	}
 	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
-	resp, err := w.m.cfg.Runtime.PodSandboxStatus(ctx, id, false)
+	resp, err := w.d.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
 		return id, nil, err
 	}
 	ips := runtime.SandboxIPs(resp.GetStatus())
 	if !pod.Spec.HostNetwork {
-		if err := writeEtcHosts(w.podDir(), pod, ips, w.m.cfg.DNS.ClusterDomain); err != nil {
+		if err := writeEtcHosts(w.podDir(), pod, ips, w.d.node.DNS.ClusterDomain); err != nil {
 			return id, ips, err
 		}
 	}
@@ -173,7 +158,7 @@ type startTarget struct {
 // startContainer pulls, creates and starts one container, recording why
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
-	imageRef, err := w.m.puller.ensure(ctx, pod, c, t.sandbox)
+	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox)
 	if err != nil {
 		var pe *pullError
 		if errors.As(err, &pe) {
@@ -185,7 +170,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if prev := t.status.Latest(c.Name); prev != nil {
 		restartCount = prev.RestartCount + 1
 		if prev.State == criv1.ContainerState_CONTAINER_EXITED {
-			w.m.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
+			w.d.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
 		}
 	} else {
 		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
@@ -193,22 +178,22 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	id, err := w.createContainer(ctx, pod, c, t, imageRef, restartCount)
 	if err != nil {
 		reason := "CreateContainerError"
-		var ce *configError
+		var ce *criconfig.ConfigError
 		if errors.As(err, &ce) {
 			reason = "CreateContainerConfigError"
 		}
 		w.setWaiting(c.Name, Waiting{reason, err.Error()})
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := w.m.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := w.d.runtime.StartContainer(ctx, id); err != nil {
 		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
 	w.clearWaiting(c.Name)
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	podIP := ""
 	if len(t.podIPs) > 0 {
 		podIP = t.podIPs[0]
@@ -217,12 +202,12 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 }
 
 func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget, imageRef string, restartCount int) (_ string, retErr error) {
-	if effective(pod, c).RunAsNonRoot {
-		img, err := w.m.cfg.Images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
+	if criconfig.RunAsNonRoot(pod, c) {
+		img, err := w.d.images.ImageStatus(ctx, &criv1.ImageSpec{Image: imageRef}, false)
 		if err != nil {
 			return "", err
 		}
-		if err := verifyRunAsNonRoot(pod, c, img.GetImage()); err != nil {
+		if err := criconfig.VerifyRunAsNonRoot(pod, c, img.GetImage()); err != nil {
 			return "", err
 		}
 	}
@@ -235,14 +220,13 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			os.Remove(termPath)
 		}
 	}()
-	envObjs, err := fetchEnvObjects(ctx, w.m.cfg.Objects, pod.Namespace, c)
+	envObjs, err := fetchEnvObjects(ctx, w.d.objects, pod.Namespace, c)
 	if err != nil {
 		return "", err
 	}
-	in := containerInputs{
-		PodIPs: t.podIPs, HostIP: w.m.cfg.NodeIP, NodeName: w.m.cfg.NodeName,
-		ImageRef: imageRef, RestartCount: restartCount,
-		TermMessagePath: termPath, Allocatable: w.m.cfg.Allocatable, PidTarget: t.pidTarget,
+	in := criconfig.ContainerInputs{
+		PodIPs: t.podIPs, ImageRef: imageRef, RestartCount: restartCount,
+		TermMessagePath: termPath, PidTarget: t.pidTarget,
 		EnvObjects: envObjs, Volumes: t.volumes,
 	}
 	if !pod.Spec.HostNetwork {
@@ -250,19 +234,19 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		// half-way, so the runtime never bind-mounts a missing file.
 		in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
 		if _, err := os.Stat(in.EtcHostsPath); err != nil {
-			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.m.cfg.DNS.ClusterDomain); err != nil {
+			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.d.node.DNS.ClusterDomain); err != nil {
 				return "", err
 			}
 		}
 	}
-	cfg, err := buildContainerConfig(pod, c, in)
+	cfg, err := criconfig.ContainerConfig(pod, c, w.d.node, in)
 	if err != nil {
 		return "", err
 	}
-	return w.m.cfg.Runtime.CreateContainer(ctx, t.sandboxID, cfg, t.sandbox)
+	return w.d.runtime.CreateContainer(ctx, t.sandboxID, cfg, t.sandbox)
 }
 
-func (w *worker) podDir() string { return filepath.Join(w.m.cfg.RootDir, "pods", string(w.uid)) }
+func (w *worker) podDir() string { return filepath.Join(w.d.rootDir, "pods", string(w.uid)) }
 
 // termMessageFile creates the host file mounted at terminationMessagePath,
 // world-writable so that non-root containers can write it.
@@ -306,7 +290,7 @@ func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain string) 
 	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
 	for _, ip := range ips {
-		name := podHostname(pod)
+		name := criconfig.Hostname(pod)
 		if pod.Spec.Subdomain != "" {
 			fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
 			if clusterDomain != "" {
@@ -335,9 +319,9 @@ func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[stri
 			if k.Grace != nil {
 				g = max(*k.Grace, minGracePeriod)
 			}
-			w.m.events.Eventf(containerRefByName(pod, k.Name), v1.EventTypeNormal, "Killing", "%s", k.Message)
+			w.d.events.Eventf(containerRefByName(pod, k.Name), v1.EventTypeNormal, "Killing", "%s", k.Message)
 			g = w.runPreStop(ctx, pod, k.Name, id, g)
-			if err := w.m.cfg.Runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
+			if err := w.d.runtime.StopContainer(ctx, id, g); err != nil && !runtime.IsNotFound(err) {
 				w.log.Error("stop container failed", "container", k.Name, "err", err)
 			}
 		}()
@@ -376,7 +360,7 @@ func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		if sb.State != criv1.PodSandboxState_SANDBOX_READY {
 			continue
 		}
-		if err := w.m.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+		if err := w.d.runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -111,6 +111,11 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *c
 	return ref, nil
 }
 
+// pullBackoff is how long the container's image pull is backing off.
+func (p *puller) pullBackoff(pod *v1.Pod, c *v1.Container) time.Duration {
+	return p.backoff.Get(pullKey(pod, c))
+}
+
 // pullKey scopes the pull back-off to one pod's image, as the kubelet
 // does, so one pod's failures do not delay another's pull.
 func pullKey(pod *v1.Pod, c *v1.Container) string { return string(pod.UID) + "_" + c.Image }

@@ -155,7 +155,7 @@ func TestPullerEnsure(t *testing.T) {
 			ev := &recordedEvents{}
 			p := &puller{images: img, events: ev, keyring: &keyring{},
 				backoff: flowcontrol.NewFakeBackOff(10*time.Second, 300*time.Second, testingclock.NewFakeClock(t0))}
-			pod := sandboxPod()
+			pod := planBasePod()
 			c := &v1.Container{Name: "c", Image: tc.image, ImagePullPolicy: tc.policy}
 			var ref string
 			var err error
@@ -191,7 +191,7 @@ func TestPullerSendsCredentials(t *testing.T) {
 	k := &keyring{auths: map[string]dockerAuth{"registry.example.com": {Username: "u", Password: "p"}}}
 	p := &puller{images: img, events: &recordedEvents{}, keyring: k, backoff: flowcontrol.NewBackOff(time.Second, time.Minute)}
 	c := &v1.Container{Name: "c", Image: "registry.example.com/app:1"}
-	if _, err := p.ensure(context.Background(), sandboxPod(), c, nil); err != nil {
+	if _, err := p.ensure(context.Background(), planBasePod(), c, nil); err != nil {
 		t.Fatal(err)
 	}
 	img.AssertImagePulledWithAuth(t, &criv1.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
@@ -204,7 +204,7 @@ func TestPullerQPSLimit(t *testing.T) {
 		backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
 		limiter: flowcontrol.NewFakeNeverRateLimiter()}
 	c := &v1.Container{Name: "c", Image: "registry.example.com/app:1", ImagePullPolicy: v1.PullAlways}
-	_, err := p.ensure(context.Background(), sandboxPod(), c, nil)
+	_, err := p.ensure(context.Background(), planBasePod(), c, nil)
 	var pe *pullError
 	if !errors.As(err, &pe) || pe.Reason != ReasonErrImagePull || !strings.Contains(pe.Message, "pull QPS exceeded") {
 		t.Fatalf("err = %v, want ErrImagePull: pull QPS exceeded", err)

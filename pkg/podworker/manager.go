@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/lifecycle"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
@@ -31,7 +32,7 @@ type Config struct {
 	RootDir        string // per-pod files live in <RootDir>/pods/<uid>
 	PodLogsDir     string // the kubelet's /var/log/pods
 	CgroupRoot     string // "" to let the runtime pick cgroups
-	DNS            DNSSettings
+	DNS            criconfig.DNS
 	Allocatable    v1.ResourceList
 	// NodeLabels are matched by pods' nodeSelector and required node
 	// affinity at admission; kubernetes.io/hostname, kubernetes.io/os and
@@ -185,6 +186,14 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// node is the node's facts the CRI translation combines with each pod.
+func (m *Manager) node() criconfig.Node {
+	return criconfig.Node{
+		Name: m.cfg.NodeName, IP: m.cfg.NodeIP, Allocatable: m.cfg.Allocatable,
+		DNS: m.cfg.DNS, PodLogsDir: m.cfg.PodLogsDir, CgroupRoot: m.cfg.CgroupRoot,
+	}
+}
+
 // Ready is closed once the first pod set has been synced once.
 func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
@@ -312,7 +321,7 @@ func needsAdmission(pod *v1.Pod) bool {
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {
-	w := newWorker(m, pod)
+	w := newWorker(m.workerDeps(), pod)
 	w.orphan = orphan
 	m.workers[pod.UID] = w
 	m.wg.Add(1)

@@ -408,7 +408,7 @@ func TestCollectGarbageKeepsLastDeadContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newWorker(h.m, pod).collectGarbage(ctx, st)
+	newWorker(h.m.workerDeps(), pod).collectGarbage(ctx, st)
 
 	sbs, cs := h.runtimeObjects()
 	if len(sbs) != 1 || sbs[0] != sb {

@@ -43,7 +43,7 @@ const (
 // from when its update arrived, and the first reason wins until it runs.
 func (w *worker) noteWorkLocked(op string) {
 	if w.op == "" || op == opKill {
-		w.op, w.opSince = op, w.m.now()
+		w.op, w.opSince = op, w.d.now()
 	}
 }
 
@@ -55,7 +55,7 @@ func (w *worker) takeWork() (string, time.Time) {
 	op, since := w.op, w.opSince
 	w.op, w.opSince = "", time.Time{}
 	if op == "" {
-		return opSync, w.m.now()
+		return opSync, w.d.now()
 	}
 	return op, since
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -61,12 +62,12 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return true
 	}
-	msg, err := w.m.hooks.Run(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+	msg, err := w.d.hooks.Run(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
 	if err == nil {
 		return true
 	}
 	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
-	w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
 	w.killContainers(ctx, pod, map[string]KillReason{id: {Name: c.Name, Message: "FailedPostStartHook"}}, gracePeriod(pod))
 	w.setWaiting(c.Name, Waiting{"PostStartHookError", msg})
 	return false
@@ -77,7 +78,7 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 // upstream's killContainer. A failure is reported as FailedPreStopHook and
 // the stop goes on.
 func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, grace int64) int64 {
-	c := findContainer(pod, name)
+	c := podutil.FindContainer(pod, name)
 	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || grace <= 0 {
 		return grace
 	}
@@ -88,9 +89,9 @@ func (w *worker) runPreStop(ctx context.Context, pod *v1.Pod, name, id string, g
 	if s := w.Status(); s != nil {
 		podIP = s.PodIP
 	}
-	if msg, err := w.m.hooks.Run(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+	if msg, err := w.d.hooks.Run(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
 		w.log.Warn("preStop hook failed", "container", name, "err", err)
-		w.m.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 	}
 	return graceLeft(grace, time.Since(start))
 }

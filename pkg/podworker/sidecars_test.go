@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -37,7 +38,7 @@ func sidecarStatus(pod *v1.Pod, side, init2 criv1.ContainerState) *runtime.PodSt
 			continue
 		}
 		addInit(st, c.name, c.state, 0)
-		st.Containers[len(st.Containers)-1].Hash = runtime.HashContainer(findContainer(pod, c.name))
+		st.Containers[len(st.Containers)-1].Hash = runtime.HashContainer(podutil.FindContainer(pod, c.name))
 	}
 	return st
 }

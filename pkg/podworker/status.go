@@ -10,6 +10,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -48,7 +49,7 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 	pod := in.Pod
 	s := v1.PodStatus{
 		HostIP:   in.HostIP,
-		QOSClass: qosClass(pod),
+		QOSClass: criconfig.QOSClass(pod),
 	}
 	if in.HostIP != "" {
 		s.HostIPs = []v1.HostIP{{IP: in.HostIP}}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -287,7 +288,7 @@ func TestQOSClass(t *testing.T) {
 			for i, r := range tc.apps {
 				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "c" + string(rune('0'+i)), Resources: r})
 			}
-			if got := qosClass(pod); got != tc.want {
+			if got := criconfig.QOSClass(pod); got != tc.want {
 				t.Errorf("qosClass = %s, want %s", got, tc.want)
 			}
 			if got := GenerateStatus(StatusInput{Pod: pod, Runtime: &runtime.PodStatus{}}).QOSClass; got != tc.want {

@@ -38,7 +38,7 @@ func (s State) String() string {
 // worker is the only goroutine that acts on one pod. Updates coalesce:
 // the worker always syncs the latest spec it was given.
 type worker struct {
-	m      *Manager
+	d      deps
 	uid    types.UID
 	log    *slog.Logger
 	notify chan struct{}
@@ -67,17 +67,17 @@ type worker struct {
 	cancelSync context.CancelFunc // interrupts the sync in progress
 }
 
-func newWorker(m *Manager, pod *v1.Pod) *worker {
+func newWorker(d deps, pod *v1.Pod) *worker {
 	w := &worker{
-		m:       m,
+		d:       d,
 		uid:     pod.UID,
-		log:     m.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
+		log:     d.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
 		notify:  make(chan struct{}, 1),
 		pod:     pod,
 		waiting: map[string]Waiting{},
 		synced:  make(chan struct{}),
 
-		op: opCreate, opSince: m.now(), firstSeen: m.now(),
+		op: opCreate, opSince: d.now(), firstSeen: d.now(),
 		// As upstream, only pods no kubelet started yet count as starts.
 		startPending: pod.Status.StartTime == nil,
 	}
@@ -146,7 +146,7 @@ func (w *worker) finishedElsewhereLocked(api v1.PodStatus) {
 // terminate moves the worker to Terminating, interrupting a sync in
 // progress; the worker then stops the pod and exits.
 func (w *worker) terminate() {
-	w.m.probes.StopLivenessAndStartup(w.uid) // a container being stopped is not killed again
+	w.d.probes.StopLivenessAndStartup(w.uid) // a container being stopped is not killed again
 	w.mu.Lock()
 	if w.state == Syncing {
 		w.state = Terminating
@@ -199,11 +199,11 @@ func (w *worker) run(ctx context.Context) {
 		op, since := w.takeWork()
 		if state != Syncing {
 			w.stopAndClean(ctx, pod)
-			w.m.cfg.Metrics.PodWorkerDuration(opKill, w.m.now().Sub(since))
+			w.d.metrics.PodWorkerDuration(opKill, w.d.now().Sub(since))
 			return
 		}
 		next := w.syncCancellable(ctx, pod)
-		w.m.cfg.Metrics.PodWorkerDuration(op, w.m.now().Sub(since))
+		w.d.metrics.PodWorkerDuration(op, w.d.now().Sub(since))
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -234,14 +234,14 @@ func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration
 func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	defer w.markSynced()
 	ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
 	if err != nil {
 		w.log.Error("read pod status from runtime", "err", err)
-		return w.m.cfg.RetryPeriod
+		return w.d.retryPeriod
 	}
 	w.mu.Lock()
 	if w.startTime.IsZero() {
-		w.startTime = w.m.now()
+		w.startTime = w.d.now()
 		if running(st) {
 			w.startPending = false // already running when first seen (agent restart): not a start
 		}
@@ -256,22 +256,22 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		// being stopped): stop it, and report what was stopped.
 		w.dropAPIStatus()
 		execErr = w.killPod(ctx, pod, st, gracePeriod(pod))
-		if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
+		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
-			return w.m.cfg.RetryPeriod
+			return w.d.retryPeriod
 		}
 	case !terminal && !w.checkDeadline(pod):
-		w.m.probes.AddPod(pod)
-		plan := ComputePodActions(pod, st, w.m.backoff, w.m.probes)
+		w.d.probes.AddPod(pod)
+		plan := ComputePodActions(pod, st, w.d.backoff, w.d.probes)
 		if plan.Empty() {
 			w.refreshVolumes(ctx, pod, st)
 			break
 		}
 		w.log.Info("sync", "plan", plan.String())
 		execErr = w.execute(ctx, pod, st, plan)
-		if st, err = runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref); err != nil {
+		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
-			return w.m.cfg.RetryPeriod
+			return w.d.retryPeriod
 		}
 	}
 	status := w.generateStatus(pod, st)
@@ -298,7 +298,7 @@ func (w *worker) markSynced() {
 // reportFinalStatus publishes the stopped pod's status (containers
 // terminated, with exit codes) before its containers are removed.
 func (w *worker) reportFinalStatus(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) {
-	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
 	if err != nil {
 		w.log.Warn("final status", "err", err)
 		return
@@ -315,10 +315,10 @@ func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus
 	}
 	status := w.computeStatus(pod, st)
 	if status.started {
-		w.m.cfg.Metrics.PodStarted(pod, w.firstSeen, w.m.now())
+		w.d.metrics.PodStarted(pod, w.firstSeen, w.d.now())
 	}
-	if w.m.cfg.OnStatus != nil && status.changed {
-		w.m.cfg.OnStatus(pod, status.PodStatus)
+	if w.d.onStatus != nil && status.changed {
+		w.d.onStatus(pod, status.PodStatus)
 	}
 	return status.PodStatus
 }
@@ -358,9 +358,9 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 	}
 	status := GenerateStatus(StatusInput{
 		Pod: pod, Runtime: st, Old: w.status, Waiting: waiting,
-		HostIP: w.m.cfg.NodeIP, RuntimeName: w.m.cfg.RuntimeName, StartTime: w.startTime, Now: w.m.now(),
+		HostIP: w.d.node.IP, RuntimeName: w.d.runtimeName, StartTime: w.startTime, Now: w.d.now(),
 		Terminal: w.terminal, TermMessage: readTerminationMessage,
-		Probes: w.m.probes.UpdatePodStatus, Results: w.m.probes,
+		Probes: w.d.probes.UpdatePodStatus, Results: w.d.probes,
 	})
 	w.applyFailureLocked(&status)
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
@@ -378,7 +378,7 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	w.mu.Lock()
 	w.terminal = true
 	w.mu.Unlock()
-	w.m.probes.RemovePod(w.uid)
+	w.d.probes.RemovePod(w.uid)
 	w.log.Info("pod finished", "phase", w.Status().Phase)
 	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
 		w.log.Error("stop finished pod", "err", err)
@@ -387,28 +387,28 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 
 // nextSync is the periodic resync, or sooner when a back-off ends.
 func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
-	next := w.m.cfg.ResyncPeriod
+	next := w.d.resyncPeriod
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if left, ok := untilDeadline(pod, w.startTime, w.m.now()); ok && !w.terminal && left < next {
+	if left, ok := untilDeadline(pod, w.startTime, w.d.now()); ok && !w.terminal && left < next {
 		next = max(left, 0)
 	}
 	for name, wt := range w.waiting {
 		var d time.Duration
 		switch wt.Reason {
 		case "CrashLoopBackOff":
-			c := findContainer(pod, name)
+			c := podutil.FindContainer(pod, name)
 			cs := st.Latest(name)
 			if c == nil || cs == nil {
 				continue
 			}
-			d = cs.FinishedAt.Add(w.m.backoff.Get(backoffKey(pod, c))).Sub(w.m.now())
+			d = cs.FinishedAt.Add(w.d.backoff.Get(backoffKey(pod, c))).Sub(w.d.now())
 		case ReasonErrImagePull, ReasonImagePullBackOff:
-			if c := findContainer(pod, name); c != nil {
-				d = w.m.puller.backoff.Get(pullKey(pod, c))
+			if c := podutil.FindContainer(pod, name); c != nil {
+				d = w.d.puller.pullBackoff(pod, c)
 			}
 		default:
-			d = w.m.cfg.RetryPeriod
+			d = w.d.retryPeriod
 		}
 		if d < 100*time.Millisecond {
 			d = 100 * time.Millisecond
@@ -424,7 +424,7 @@ func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
 // objects, logs and files.
 func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
 	ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	defer w.m.forget(ctx, w)
+	defer w.d.forget(ctx, w)
 	for attempt := 0; ; attempt++ {
 		err := w.stopAndCleanOnce(ctx, pod, ref)
 		if err == nil {
@@ -434,20 +434,20 @@ func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(w.m.cfg.RetryPeriod):
+		case <-time.After(w.d.retryPeriod):
 		}
 	}
 	w.mu.Lock()
 	w.state = Terminated
 	w.mu.Unlock()
 	w.log.Info("pod terminated and cleaned up")
-	if w.m.cfg.OnTerminated != nil && !w.orphan {
-		w.m.cfg.OnTerminated(pod)
+	if w.d.onTerminated != nil && !w.orphan {
+		w.d.onTerminated(pod)
 	}
 }
 
 func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) error {
-	st, err := runtime.GetPodStatus(ctx, w.m.cfg.Runtime, ref)
+	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
 	if err != nil {
 		return err
 	}
@@ -478,15 +478,15 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := removePodCgroups(w.m.cfg.CgroupRoot, pod.UID); err != nil {
+	if err := removePodCgroups(w.d.node.CgroupRoot, pod.UID); err != nil {
 		w.log.Warn("remove pod cgroups", "err", err) // not worth blocking the cleanup for
 	}
-	if w.m.cfg.Volumes != nil {
-		if err := w.m.cfg.Volumes.TearDownPod(pod.UID); err != nil {
+	if w.d.volumes != nil {
+		if err := w.d.volumes.TearDownPod(pod.UID); err != nil {
 			return err // never remove the pod dir over a mounted volume
 		}
 	}
-	logDir := runtime.PodLogsDir(w.m.cfg.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
+	logDir := runtime.PodLogsDir(w.d.node.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
 	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))
 }
 
@@ -504,14 +504,14 @@ func recordedGracePeriod(st *runtime.PodStatus) int64 {
 }
 
 func (w *worker) removeSandbox(ctx context.Context, id string) error {
-	if err := w.m.cfg.Runtime.RemovePodSandbox(ctx, id); err != nil && !runtime.IsNotFound(err) {
+	if err := w.d.runtime.RemovePodSandbox(ctx, id); err != nil && !runtime.IsNotFound(err) {
 		return err
 	}
 	return nil
 }
 
 func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus) error {
-	if err := w.m.cfg.Runtime.RemoveContainer(ctx, c.ID); err != nil && !runtime.IsNotFound(err) {
+	if err := w.d.runtime.RemoveContainer(ctx, c.ID); err != nil && !runtime.IsNotFound(err) {
 		return err
 	}
 	if c.LogPath != "" {

@@ -39,7 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/server"
-	"github.com/nodeagent/nodeagent/pkg/podworker"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
@@ -88,7 +88,7 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 	var res flowResult
 
 	// 1. The raw floor.
-	dns, err := podworker.ParseResolvConf("/etc/resolv.conf")
+	dns, err := criconfig.ParseResolvConf("/etc/resolv.conf")
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/nodeagent/pkg/podworker"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -49,7 +49,7 @@ type rawRunner struct {
 
 func measureRaw(ctx context.Context, cl *cleanups, cri *nart.Client, watch *runningWatch, base string, o options) (series, error) {
 	// The agent's DNS for a pod whose ClusterFirst policy falls back to Default.
-	dns, err := podworker.ParseResolvConf("/etc/resolv.conf")
+	dns, err := criconfig.ParseResolvConf("/etc/resolv.conf")
 	if err != nil {
 		return series{}, err
 	}

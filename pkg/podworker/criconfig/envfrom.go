@@ -1,51 +1,23 @@
-package podworker
+package criconfig
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
-// envObjects are the config maps and secrets a container's env refers
+// EnvObjects are the config maps and secrets a container's env refers
 // to, fetched before its config is built (nil: not found).
-type envObjects struct {
+type EnvObjects struct {
 	ConfigMaps map[string]*v1.ConfigMap
 	Secrets    map[string]*v1.Secret
 }
 
-// fetchEnvObjects reads the config maps and secrets named in the
-// container's env and envFrom. A missing object is recorded as nil; other
-// errors fail the container's start.
-func fetchEnvObjects(ctx context.Context, get volume.Getter, ns string, c *v1.Container) (envObjects, error) {
-	objs := envObjects{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}}
-	cms, secrets := envRefs(c)
-	if get == nil && len(cms)+len(secrets) > 0 {
-		return objs, &configError{"config maps and secrets need the API server: this agent runs standalone"}
-	}
-	for _, name := range cms {
-		cm, err := get.GetConfigMap(ctx, ns, name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return objs, fmt.Errorf("get configmap %s/%s: %w", ns, name, err)
-		}
-		objs.ConfigMaps[name] = cm
-	}
-	for _, name := range secrets {
-		s, err := get.GetSecret(ctx, ns, name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return objs, fmt.Errorf("get secret %s/%s: %w", ns, name, err)
-		}
-		objs.Secrets[name] = s
-	}
-	return objs, nil
-}
-
-func envRefs(c *v1.Container) (cms, secrets []string) {
+// EnvRefs names the config maps and secrets the container's env and
+// envFrom read, for the worker to fetch into EnvObjects.
+func EnvRefs(c *v1.Container) (cms, secrets []string) {
 	for _, f := range c.EnvFrom {
 		if f.ConfigMapRef != nil {
 			cms = append(cms, f.ConfigMapRef.Name)
@@ -68,7 +40,7 @@ func envRefs(c *v1.Container) (cms, secrets []string) {
 // envFromSources adds every key of the envFrom config maps and secrets
 // (with their prefix), as the kubelet: a missing object fails unless
 // optional; keys that cannot be variable names are skipped and returned.
-func envFromSources(c *v1.Container, ns string, objs envObjects, set func(k, v string)) (skipped []string, err error) {
+func envFromSources(c *v1.Container, ns string, objs EnvObjects, set func(k, v string)) (skipped []string, err error) {
 	for _, f := range c.EnvFrom {
 		var data map[string]string
 		switch {
@@ -78,7 +50,7 @@ func envFromSources(c *v1.Container, ns string, objs envObjects, set func(k, v s
 				if isOptional(f.ConfigMapRef.Optional) {
 					continue
 				}
-				return nil, &configError{fmt.Sprintf("configmap %q not found", f.ConfigMapRef.Name)}
+				return nil, &ConfigError{fmt.Sprintf("configmap %q not found", f.ConfigMapRef.Name)}
 			}
 			data = cm.Data
 		case f.SecretRef != nil:
@@ -87,7 +59,7 @@ func envFromSources(c *v1.Container, ns string, objs envObjects, set func(k, v s
 				if isOptional(f.SecretRef.Optional) {
 					continue
 				}
-				return nil, &configError{fmt.Sprintf("secret %q not found", f.SecretRef.Name)}
+				return nil, &ConfigError{fmt.Sprintf("secret %q not found", f.SecretRef.Name)}
 			}
 			data = make(map[string]string, len(s.Data))
 			for k, v := range s.Data {
@@ -113,7 +85,7 @@ func envFromSources(c *v1.Container, ns string, objs envObjects, set func(k, v s
 
 // keyRefValue is a configMapKeyRef or secretKeyRef's value, with the
 // kubelet's errors for a missing object or key.
-func keyRefValue(src *v1.EnvVarSource, ns string, objs envObjects) (string, bool, error) {
+func keyRefValue(src *v1.EnvVarSource, ns string, objs EnvObjects) (string, bool, error) {
 	if r := src.ConfigMapKeyRef; r != nil {
 		cm := objs.ConfigMaps[r.Name]
 		if cm == nil {
@@ -145,5 +117,5 @@ func optionalOr(optional *bool, msg string) error {
 	if isOptional(optional) {
 		return nil
 	}
-	return &configError{msg}
+	return &ConfigError{msg}
 }

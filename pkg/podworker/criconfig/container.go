@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"fmt"
@@ -9,34 +9,30 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
-// containerInputs is everything a container's CRI config depends on beyond
-// its spec: facts about the node, the sandbox and files the agent prepared.
-type containerInputs struct {
+// ContainerInputs is what a container's CRI config depends on beyond its
+// spec and the node: the sandbox, and what the agent prepared for this
+// start of the container.
+type ContainerInputs struct {
 	PodIPs          []string
-	HostIP          string
-	NodeName        string
 	ImageRef        string
 	RestartCount    int
 	TermMessagePath string // host file mounted at terminationMessagePath
 	EtcHostsPath    string // host file mounted at /etc/hosts, "" for none
-	Allocatable     v1.ResourceList
 	PidTarget       string // container whose PID namespace to join (ephemeral containers)
-	EnvObjects      envObjects
+	EnvObjects      EnvObjects
 	Volumes         map[string]volume.Mounted // the pod's volumes, by name
 }
 
-// configError is a container configuration problem the user must fix
-// (CreateContainerConfigError), as opposed to a runtime failure.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
-func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*criv1.ContainerConfig, error) {
-	envs, err := makeEnv(pod, c, in)
+// ContainerConfig is the container's CreateContainer request, with the
+// kubelet's labels and annotations (crictl shows them, and the planner and
+// status read them back). A *ConfigError is the user's to fix.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) (*criv1.ContainerConfig, error) {
+	envs, err := makeEnv(pod, c, node, in)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +64,7 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 		Tty:         c.TTY,
 		Mounts:      mounts,
 		Linux: &criv1.LinuxContainerConfig{
-			Resources:       containerResources(pod, c, in.Allocatable.Memory().Value()),
+			Resources:       containerResources(pod, c, node.Allocatable.Memory().Value()),
 			SecurityContext: containerSecurity(pod, c),
 		},
 	}
@@ -79,7 +75,7 @@ func buildContainerConfig(pod *v1.Pod, c *v1.Container, in containerInputs) (*cr
 	return cfg, nil
 }
 
-func containerMounts(pod *v1.Pod, c *v1.Container, in containerInputs, envs []*criv1.KeyValue) ([]*criv1.Mount, error) {
+func containerMounts(pod *v1.Pod, c *v1.Container, in ContainerInputs, envs []*criv1.KeyValue) ([]*criv1.Mount, error) {
 	env := make(map[string]string, len(envs))
 	for _, e := range envs {
 		env[e.Key] = string(e.Value)
@@ -116,7 +112,7 @@ func envLookup(envs []*criv1.KeyValue) func(string) (string, bool) {
 
 // makeEnv resolves the container's env in order; each value may refer to
 // variables defined before it.
-func makeEnv(pod *v1.Pod, c *v1.Container, in containerInputs) ([]*criv1.KeyValue, error) {
+func makeEnv(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) ([]*criv1.KeyValue, error) {
 	defined := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -134,7 +130,7 @@ func makeEnv(pod *v1.Pod, c *v1.Container, in containerInputs) ([]*criv1.KeyValu
 			set(e.Name, expand(e.Value, lookup))
 			continue
 		}
-		v, ok, err := envValueFrom(pod, c, e.ValueFrom, in)
+		v, ok, err := envValueFrom(pod, c, e.ValueFrom, node, in)
 		if err != nil {
 			return nil, err
 		}
@@ -149,15 +145,13 @@ func makeEnv(pod *v1.Pod, c *v1.Container, in containerInputs) ([]*criv1.KeyValu
 	return out, nil
 }
 
-func isOptional(p *bool) bool { return p != nil && *p }
-
-func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, in containerInputs) (string, bool, error) {
+func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, node Node, in ContainerInputs) (string, bool, error) {
 	switch {
 	case src.FieldRef != nil:
-		v, err := podFieldValue(pod, src.FieldRef.FieldPath, in)
+		v, err := podFieldValue(pod, src.FieldRef.FieldPath, node, in)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, in.Allocatable)
+		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, node.Allocatable)
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil:
 		return keyRefValue(src, pod.Namespace, in.EnvObjects)
@@ -165,7 +159,7 @@ func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, in contain
 	return "", false, nil
 }
 
-func podFieldValue(pod *v1.Pod, path string, in containerInputs) (string, error) {
+func podFieldValue(pod *v1.Pod, path string, node Node, in ContainerInputs) (string, error) {
 	if k, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[k], nil
 	}
@@ -180,11 +174,11 @@ func podFieldValue(pod *v1.Pod, path string, in containerInputs) (string, error)
 	case "metadata.uid":
 		return string(pod.UID), nil
 	case "spec.nodeName":
-		return in.NodeName, nil
+		return node.Name, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP", "status.hostIPs":
-		return in.HostIP, nil
+		return node.IP, nil
 	case "status.podIP":
 		if len(in.PodIPs) > 0 {
 			return in.PodIPs[0], nil
@@ -193,7 +187,7 @@ func podFieldValue(pod *v1.Pod, path string, in containerInputs) (string, error)
 	case "status.podIPs":
 		return strings.Join(in.PodIPs, ","), nil
 	}
-	return "", &configError{fmt.Sprintf("unsupported fieldPath: %s", path)}
+	return "", &ConfigError{fmt.Sprintf("unsupported fieldPath: %s", path)}
 }
 
 // subscript parses metadata.labels['key'].
@@ -208,14 +202,14 @@ func subscript(path, prefix string) (string, bool) {
 func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, alloc v1.ResourceList) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
-		target = findContainer(pod, ref.ContainerName)
+		target = podutil.FindContainer(pod, ref.ContainerName)
 		if target == nil {
-			return "", &configError{fmt.Sprintf("resourceFieldRef: no container %q", ref.ContainerName)}
+			return "", &ConfigError{fmt.Sprintf("resourceFieldRef: no container %q", ref.ContainerName)}
 		}
 	}
 	kind, name, ok := strings.Cut(ref.Resource, ".")
 	if !ok {
-		return "", &configError{fmt.Sprintf("unsupported container resource: %v", ref.Resource)}
+		return "", &ConfigError{fmt.Sprintf("unsupported container resource: %v", ref.Resource)}
 	}
 	list := target.Resources.Limits
 	if kind == "requests" {
@@ -236,24 +230,4 @@ func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelec
 		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
 	}
 	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
-}
-
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
 }

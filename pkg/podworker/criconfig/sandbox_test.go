@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"os"
@@ -149,8 +149,8 @@ func TestDNSConfig(t *testing.T) {
 	if err := os.WriteFile(resolv, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cluster := DNSSettings{ResolvConf: resolv, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
-	hostOnly := DNSSettings{ResolvConf: resolv}
+	cluster := DNS{ResolvConf: resolv, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
+	hostOnly := DNS{ResolvConf: resolv}
 	host := &criv1.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3"}, Searches: []string{"example.com", "corp.local"},
 		Options: []string{"ndots:2", "timeout:1"}}
 	clusterFirst := &criv1.DNSConfig{Servers: []string{"10.96.0.10"},
@@ -161,7 +161,7 @@ func TestDNSConfig(t *testing.T) {
 		policy      v1.DNSPolicy
 		hostNetwork bool
 		podConfig   *v1.PodDNSConfig
-		settings    DNSSettings
+		settings    DNS
 		want        *criv1.DNSConfig
 		wantErr     bool
 	}{
@@ -170,7 +170,7 @@ func TestDNSConfig(t *testing.T) {
 		{name: "empty policy is ClusterFirst", settings: cluster, want: clusterFirst},
 		{name: "ClusterFirst without cluster DNS falls back to Default", policy: v1.DNSClusterFirst, settings: hostOnly, want: host},
 		{name: "ClusterFirst without a cluster domain keeps the host searches", policy: v1.DNSClusterFirst,
-			settings: DNSSettings{ResolvConf: resolv, ClusterDNS: []string{"10.96.0.10"}},
+			settings: DNS{ResolvConf: resolv, ClusterDNS: []string{"10.96.0.10"}},
 			want:     &criv1.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"example.com", "corp.local"}, Options: []string{"ndots:5"}}},
 		{name: "ClusterFirst on the host network is Default", policy: v1.DNSClusterFirst, hostNetwork: true, settings: cluster, want: host},
 		{name: "ClusterFirstWithHostNet on the host network", policy: v1.DNSClusterFirstWithHostNet, hostNetwork: true,
@@ -188,8 +188,8 @@ func TestDNSConfig(t *testing.T) {
 			podConfig: &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "8.8.8.8"}},
 			want:      &criv1.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3", "1.1.1.1"}, Searches: host.Searches, Options: host.Options}},
 		{name: "missing resolv.conf is an error", policy: v1.DNSDefault,
-			settings: DNSSettings{ResolvConf: filepath.Join(t.TempDir(), "nope")}, wantErr: true},
-		{name: "no resolv.conf: Default gets localhost and search \".\"", policy: v1.DNSDefault, settings: DNSSettings{},
+			settings: DNS{ResolvConf: filepath.Join(t.TempDir(), "nope")}, wantErr: true},
+		{name: "no resolv.conf: Default gets localhost and search \".\"", policy: v1.DNSDefault, settings: DNS{},
 			want: &criv1.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}},
 	}
 	for _, tc := range cases {
@@ -222,11 +222,113 @@ func TestDNSSearchLimit(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		pod.Spec.DNSConfig.Searches = append(pod.Spec.DNSConfig.Searches, "s"+strings.Repeat("x", i)+".example")
 	}
-	got, err := dnsConfig(pod, DNSSettings{})
+	got, err := dnsConfig(pod, DNS{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Searches) != 32 || got.Searches[0] != "s.example" {
 		t.Errorf("searches: %d, first %q; want the first 32", len(got.Searches), got.Searches[0])
+	}
+}
+
+// TestSandboxConfigFields covers each field SandboxConfig sets, one case
+// a field, through the API the worker calls. The label and annotation keys
+// are spelled out: crictl, log collectors and a restarted agent read them.
+func TestSandboxConfigFields(t *testing.T) {
+	node := Node{PodLogsDir: "/var/log/pods"}
+	cases := []struct {
+		name    string
+		pod     func(*v1.Pod)
+		node    func(*Node)
+		attempt uint32
+		field   func(*criv1.PodSandboxConfig) any
+		want    any
+	}{
+		{name: "metadata carries the attempt", attempt: 2,
+			field: func(c *criv1.PodSandboxConfig) any { return c.Metadata },
+			want:  &criv1.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "0a1b2c", Attempt: 2}},
+		{name: "log directory under the node's pod logs",
+			field: func(c *criv1.PodSandboxConfig) any { return c.LogDirectory },
+			want:  "/var/log/pods/shop_web_0a1b2c"},
+		{name: "DNS from the node's settings",
+			node:  func(n *Node) { n.DNS = DNS{} },
+			field: func(c *criv1.PodSandboxConfig) any { return c.DnsConfig },
+			want:  &criv1.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}},
+		{name: "port mappings, SCTP",
+			pod: func(p *v1.Pod) {
+				p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 7, HostPort: 7007, Protocol: v1.ProtocolSCTP}}
+			},
+			field: func(c *criv1.PodSandboxConfig) any { return c.PortMappings },
+			want:  []*criv1.PortMapping{{Protocol: criv1.Protocol_SCTP, ContainerPort: 7, HostPort: 7007}}},
+		{name: "labels: the pod's and the kubelet's",
+			field: func(c *criv1.PodSandboxConfig) any { return c.Labels },
+			want: map[string]string{"app": "web", "io.kubernetes.pod.name": "web",
+				"io.kubernetes.pod.namespace": "shop", "io.kubernetes.pod.uid": "0a1b2c"}},
+		{name: "annotations: the pod's and the sandbox hash",
+			field: func(c *criv1.PodSandboxConfig) any { return c.Annotations },
+			want:  map[string]string{"note": "n", "nodeagent.io/sandbox-hash": runtime.HashSandbox(defaultDNSPod())}},
+		{name: "hostname",
+			pod:   func(p *v1.Pod) { p.Spec.Hostname = "h1" },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Hostname },
+			want:  "h1"},
+		{name: "host network: node network namespace",
+			pod:   func(p *v1.Pod) { p.Spec.HostNetwork = true },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.SecurityContext.NamespaceOptions },
+			want:  &criv1.NamespaceOption{Network: criv1.NamespaceMode_NODE, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD}},
+		{name: "security context: user, group, supplemental groups",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptrTo(int64(1)), RunAsGroup: ptrTo(int64(2)), SupplementalGroups: []int64{3}}
+			},
+			field: func(c *criv1.PodSandboxConfig) any {
+				sc := c.Linux.SecurityContext
+				return []any{sc.RunAsUser.GetValue(), sc.RunAsGroup.GetValue(), sc.SupplementalGroups, sc.Privileged}
+			},
+			want: []any{int64(1), int64(2), []int64{3}, false}},
+		{name: "no sysctls",
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.Sysctls },
+			want:  map[string]string(nil)},
+		{name: "sysctls",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+			},
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.Sysctls },
+			want:  map[string]string{"kernel.shm_rmid_forced": "1"}},
+		{name: "cgroup parent under the node's root",
+			node:  func(n *Node) { n.CgroupRoot = "/" },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.CgroupParent },
+			want:  "/kubepods/besteffort/pod0a1b2c"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, n := defaultDNSPod(), node
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			if tc.node != nil {
+				tc.node(&n)
+			}
+			cfg, err := SandboxConfig(pod, n, tc.attempt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.field(cfg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// defaultDNSPod is sandboxPod with the host's DNS, so that the cases need
+// no resolv.conf.
+func defaultDNSPod() *v1.Pod {
+	pod := sandboxPod()
+	pod.Spec.DNSPolicy = v1.DNSDefault
+	return pod
+}
+
+func TestSandboxConfigDNSError(t *testing.T) {
+	n := Node{DNS: DNS{ResolvConf: filepath.Join(t.TempDir(), "missing")}}
+	if cfg, err := SandboxConfig(sandboxPod(), n, 0); err == nil {
+		t.Errorf("SandboxConfig = %v, want the resolv.conf error", cfg)
 	}
 }

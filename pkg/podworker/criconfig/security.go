@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // The kubelet's default masked and read-only /proc and /sys paths for
@@ -110,32 +112,37 @@ func capNames(caps []v1.Capability) []string {
 	return out
 }
 
-// verifyRunAsNonRoot applies runAsNonRoot the way the kubelet does: the
+// RunAsNonRoot tells whether the container must run as non-root, which
+// only the image's user can settle when no UID is set: the worker then
+// reads the image's status for VerifyRunAsNonRoot.
+func RunAsNonRoot(pod *v1.Pod, c *v1.Container) bool { return effective(pod, c).RunAsNonRoot }
+
+// VerifyRunAsNonRoot applies runAsNonRoot the way the kubelet does: the
 // explicit UID, else the image's user, must be provably non-zero.
-func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error {
+func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error {
 	e := effective(pod, c)
 	if !e.RunAsNonRoot {
 		return nil
 	}
-	podRef := podDesc(pod)
+	podRef := podutil.Desc(pod)
 	if e.RunAsUser != nil {
 		if *e.RunAsUser == 0 {
-			return &configError{fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef, c.Name)}
+			return &ConfigError{fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef, c.Name)}
 		}
 		return nil
 	}
 	if image.GetUid() != nil {
 		if image.GetUid().GetValue() == 0 {
-			return &configError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
+			return &ConfigError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
 		}
 		return nil
 	}
 	user := image.GetUsername()
 	if user == "" {
-		return &configError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
+		return &ConfigError{fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)}
 	}
 	if _, err := strconv.ParseInt(user, 10, 64); err != nil {
-		return &configError{fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, podRef, c.Name)}
+		return &ConfigError{fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, podRef, c.Name)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"bufio"
@@ -8,133 +8,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
-
-// DNSSettings are the node's DNS facts the kubelet combines with a pod's
-// dnsPolicy.
-type DNSSettings struct {
-	ResolvConf    string   // host resolv.conf, "" for none
-	ClusterDNS    []string // cluster DNS servers; empty: ClusterFirst falls back to Default
-	ClusterDomain string
-}
-
-// Limits from the kubelet (and glibc).
-const (
-	maxDNSNameservers = 3
-	maxDNSSearches    = 32
-	maxHostnameLen    = 63
-)
-
-type sandboxInputs struct {
-	Attempt    uint32
-	LogDir     string
-	CgroupRoot string // "" disables per-pod cgroup parents
-	DNS        *criv1.DNSConfig
-}
-
-func buildSandboxConfig(pod *v1.Pod, in sandboxInputs) *criv1.PodSandboxConfig {
-	cfg := &criv1.PodSandboxConfig{
-		Metadata: &criv1.PodSandboxMetadata{
-			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: in.Attempt,
-		},
-		LogDirectory: in.LogDir,
-		DnsConfig:    in.DNS,
-		PortMappings: portMappings(pod),
-		Labels:       runtime.SandboxLabels(pod),
-		Annotations:  runtime.SandboxAnnotations(pod),
-		Linux: &criv1.LinuxPodSandboxConfig{
-			SecurityContext: sandboxSecurity(pod),
-			Sysctls:         sysctls(pod),
-		},
-	}
-	if !pod.Spec.HostNetwork {
-		cfg.Hostname = podHostname(pod)
-	}
-	if in.CgroupRoot != "" {
-		cfg.Linux.CgroupParent = podCgroupParent(in.CgroupRoot, pod)
-	}
-	return cfg
-}
-
-// podHostname is spec.hostname, else the pod name, cut to a DNS label.
-func podHostname(pod *v1.Pod) string {
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
-	}
-	if len(h) > maxHostnameLen {
-		h = strings.TrimRight(h[:maxHostnameLen], "-.")
-	}
-	return h
-}
-
-func podCgroupParent(root string, pod *v1.Pod) string {
-	return podCgroupParentFor(root, qosClass(pod), pod.UID)
-}
-
-func portMappings(pod *v1.Pod) []*criv1.PortMapping {
-	var out []*criv1.PortMapping
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort == 0 {
-				continue
-			}
-			out = append(out, &criv1.PortMapping{
-				Protocol:      protocol(p.Protocol),
-				ContainerPort: p.ContainerPort,
-				HostPort:      p.HostPort,
-				HostIp:        p.HostIP,
-			})
-		}
-	}
-	return out
-}
-
-func protocol(p v1.Protocol) criv1.Protocol {
-	switch p {
-	case v1.ProtocolUDP:
-		return criv1.Protocol_UDP
-	case v1.ProtocolSCTP:
-		return criv1.Protocol_SCTP
-	}
-	return criv1.Protocol_TCP
-}
-
-func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
-	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &criv1.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &criv1.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = psc.SupplementalGroups
-	}
-	for _, c := range allContainers(pod) {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			sc.Privileged = true
-		}
-	}
-	return sc
-}
-
-func sysctls(pod *v1.Pod) map[string]string {
-	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		out[s.Name] = s.Value
-	}
-	return out
-}
 
 // dnsConfig computes the sandbox's resolv.conf content from the pod's
 // dnsPolicy and dnsConfig, as the kubelet's dns configurer does.
-func dnsConfig(pod *v1.Pod, s DNSSettings) (*criv1.DNSConfig, error) {
+func dnsConfig(pod *v1.Pod, s DNS) (*criv1.DNSConfig, error) {
 	policy := effectiveDNSPolicy(pod, s)
 	cfg := &criv1.DNSConfig{}
 	switch policy {
@@ -171,7 +49,7 @@ func dnsConfig(pod *v1.Pod, s DNSSettings) (*criv1.DNSConfig, error) {
 // effectiveDNSPolicy resolves the kubelet's fallbacks: host-network pods
 // use the host's DNS unless ClusterFirstWithHostNet, and ClusterFirst
 // without a cluster DNS server falls back to Default.
-func effectiveDNSPolicy(pod *v1.Pod, s DNSSettings) v1.DNSPolicy {
+func effectiveDNSPolicy(pod *v1.Pod, s DNS) v1.DNSPolicy {
 	p := pod.Spec.DNSPolicy
 	switch {
 	case p == v1.DNSClusterFirstWithHostNet:

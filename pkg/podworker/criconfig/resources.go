@@ -1,8 +1,10 @@
-package podworker
+package criconfig
 
 import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // The kubelet's CPU conversion constants (cgroup v1 cpu.shares / cfs quota).
@@ -55,7 +57,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *criv1.
 // host refuses negative ones (restrict_oom_score_adj).
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	const guaranteed, bestEffort = -997, 1000
-	switch qosClass(pod) {
+	switch QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteed
 	case v1.PodQOSBestEffort:
@@ -69,11 +71,11 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	return min(max(adj, 1000+guaranteed), bestEffort-1)
 }
 
-// qosClass classifies a pod as the API does.
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
+// QOSClass classifies a pod as the API does.
+func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
-	all := allContainers(pod)
+	all := podutil.AllContainers(pod)
 	for _, c := range all {
 		for name, q := range c.Resources.Requests {
 			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
@@ -108,9 +110,4 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 		return v1.PodQOSGuaranteed
 	}
 	return v1.PodQOSBurstable
-}
-
-// allContainers lists init containers, then app containers.
-func allContainers(pod *v1.Pod) []v1.Container {
-	return append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 }

@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-func envOf(t *testing.T, c *v1.Container, objs envObjects) (map[string]string, error) {
+func envOf(t *testing.T, c *v1.Container, objs EnvObjects) (map[string]string, error) {
 	t.Helper()
 	pod := &v1.Pod{}
 	pod.Namespace = "ns"
-	kvs, err := makeEnv(pod, c, containerInputs{EnvObjects: objs})
+	kvs, err := makeEnv(pod, c, Node{}, ContainerInputs{EnvObjects: objs})
 	env := map[string]string{}
 	for _, kv := range kvs {
 		env[kv.Key] = string(kv.Value)
@@ -20,7 +20,7 @@ func envOf(t *testing.T, c *v1.Container, objs envObjects) (map[string]string, e
 }
 
 func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
-	objs := envObjects{
+	objs := EnvObjects{
 		ConfigMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}, "gone": nil},
 		Secrets:    map[string]*v1.Secret{"creds": {Data: map[string][]byte{"PASSWORD": []byte("s3cret")}}},
 	}
@@ -54,7 +54,7 @@ func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
 }
 
 func TestEnvFromMissingObjectsAreConfigErrors(t *testing.T) {
-	objs := envObjects{ConfigMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{}}}, Secrets: map[string]*v1.Secret{}}
+	objs := EnvObjects{ConfigMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{}}}, Secrets: map[string]*v1.Secret{}}
 	for _, tc := range []struct {
 		src  *v1.EnvVarSource
 		want string
@@ -64,7 +64,7 @@ func TestEnvFromMissingObjectsAreConfigErrors(t *testing.T) {
 		{&v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "K"}}, `secret "s" not found`},
 	} {
 		_, err := envOf(t, &v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: tc.src}}}, objs)
-		var ce *configError
+		var ce *ConfigError
 		if !errors.As(err, &ce) || err.Error() != tc.want {
 			t.Errorf("error %v, want the config error %q", err, tc.want)
 		}

@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import (
 	"errors"
@@ -84,10 +84,13 @@ func envPod() *v1.Pod {
 	return pod
 }
 
-var envInputs = containerInputs{
-	PodIPs: []string{"10.1.2.3", "fd00::3"}, HostIP: "192.0.2.1", NodeName: "node1",
-	Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")},
-}
+var (
+	envNode = Node{
+		Name: "node1", IP: "192.0.2.1",
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")},
+	}
+	envInputs = ContainerInputs{PodIPs: []string{"10.1.2.3", "fd00::3"}}
+)
 
 func fieldEnv(name, path string) v1.EnvVar {
 	return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}}
@@ -156,11 +159,11 @@ func TestMakeEnv(t *testing.T) {
 			pod := envPod()
 			c := &pod.Spec.Containers[0]
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
-			kvs, err := makeEnv(pod, c, envInputs)
+			kvs, err := makeEnv(pod, c, envNode, envInputs)
 			if tc.wantErr {
-				var ce *configError
+				var ce *ConfigError
 				if !errors.As(err, &ce) {
-					t.Fatalf("err = %v, want a *configError", err)
+					t.Fatalf("err = %v, want a *ConfigError", err)
 				}
 				return
 			}
@@ -178,7 +181,7 @@ func TestMakeEnv(t *testing.T) {
 	}
 }
 
-func TestBuildContainerConfig(t *testing.T) {
+func TestContainerConfig(t *testing.T) {
 	pod := envPod()
 	pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(45))
 	c := &pod.Spec.Containers[0]
@@ -192,7 +195,7 @@ func TestBuildContainerConfig(t *testing.T) {
 	in.ImageRef, in.RestartCount = "sha256:abc", 2
 	in.TermMessagePath, in.EtcHostsPath = "/var/lib/x/termlog", "/var/lib/x/etc-hosts"
 
-	cfg, err := buildContainerConfig(pod, c, in)
+	cfg, err := ContainerConfig(pod, c, envNode, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +234,7 @@ func TestBuildContainerConfig(t *testing.T) {
 	}
 	// A volume at /etc/hosts replaces the managed file.
 	c.VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/etc/hosts", ReadOnly: true}}
-	if _, err := buildContainerConfig(pod, c, in); err == nil || err.Error() != `cannot find volume "h" to mount into container "main"` {
+	if _, err := ContainerConfig(pod, c, envNode, in); err == nil || err.Error() != `cannot find volume "h" to mount into container "main"` {
 		t.Errorf("a mount of a missing volume: err %v", err)
 	}
 	in.Volumes = map[string]volume.Mounted{"h": {HostPath: "/srv/hosts"}}
@@ -239,13 +242,13 @@ func TestBuildContainerConfig(t *testing.T) {
 		{ContainerPath: "/etc/hosts", HostPath: "/srv/hosts", Readonly: true},
 		{ContainerPath: "/dev/termination-log", HostPath: "/var/lib/x/termlog"},
 	}
-	if cfg, _ = buildContainerConfig(pod, c, in); !reflect.DeepEqual(cfg.Mounts, wantMounts) {
+	if cfg, _ = ContainerConfig(pod, c, envNode, in); !reflect.DeepEqual(cfg.Mounts, wantMounts) {
 		t.Errorf("with an /etc/hosts volume, mounts = %v, want %v", cfg.Mounts, wantMounts)
 	}
 	in.Volumes = nil
 	// A config error stops the build.
 	c.Env = append(c.Env, fieldEnv("BAD", "spec.bogus"))
-	if _, err := buildContainerConfig(pod, c, in); err == nil {
+	if _, err := ContainerConfig(pod, c, envNode, in); err == nil {
 		t.Error("want an error for an unsupported fieldPath")
 	}
 }
@@ -463,14 +466,14 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 			pod := envPod()
 			pod.Spec.SecurityContext = tc.pod
 			c := &v1.Container{Name: "c", SecurityContext: tc.c}
-			err := verifyRunAsNonRoot(pod, c, tc.image)
+			err := VerifyRunAsNonRoot(pod, c, tc.image)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("err = %v, want nil", err)
 				}
 				return
 			}
-			var ce *configError
+			var ce *ConfigError
 			if !errors.As(err, &ce) || err.Error() != tc.want {
 				t.Errorf("err = %v, want configError %q", err, tc.want)
 			}
@@ -479,7 +482,7 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 	t.Run("pod reference format", func(t *testing.T) {
 		pod := envPod()
 		c := &v1.Container{Name: "c", SecurityContext: &v1.SecurityContext{RunAsNonRoot: ptrTo(true), RunAsUser: ptrTo(int64(0))}}
-		if err := verifyRunAsNonRoot(pod, c, nil); err == nil || err.Error() != fmt.Sprintf(userMsg, "dapi_ns1(uid-9)", "c") {
+		if err := VerifyRunAsNonRoot(pod, c, nil); err == nil || err.Error() != fmt.Sprintf(userMsg, "dapi_ns1(uid-9)", "c") {
 			t.Errorf("err = %v", err)
 		}
 	})
@@ -517,5 +520,148 @@ func TestOOMScoreAdj(t *testing.T) {
 				t.Errorf("oomScoreAdj = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+type containerFieldCase struct {
+	name  string
+	c     func(*v1.Container)
+	pod   func(*v1.Pod)
+	in    func(*ContainerInputs)
+	field func(*criv1.ContainerConfig) any
+	want  any
+}
+
+// TestContainerConfigFields covers each field ContainerConfig sets, one
+// case a field, through the API the worker calls. The label and
+// annotation keys are spelled out: crictl and a restarted agent read them.
+func TestContainerConfigFields(t *testing.T) {
+	cases := append(containerSpecCases(), containerLinuxCases()...)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := envPod()
+			c := &pod.Spec.Containers[1] // "side": no resources
+			in := ContainerInputs{ImageRef: "sha256:abc"}
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			if tc.c != nil {
+				tc.c(c)
+			}
+			if tc.in != nil {
+				tc.in(&in)
+			}
+			cfg, err := ContainerConfig(pod, c, envNode, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.field(cfg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func containerSpecCases() []containerFieldCase {
+	sideHash := runtime.HashContainer(&envPod().Spec.Containers[1])
+	return []containerFieldCase{
+		{name: "metadata carries the restart count", in: func(in *ContainerInputs) { in.RestartCount = 4 },
+			field: func(c *criv1.ContainerConfig) any { return c.Metadata },
+			want:  &criv1.ContainerMetadata{Name: "side", Attempt: 4}},
+		{name: "image: the resolved reference and the spec's",
+			field: func(c *criv1.ContainerConfig) any { return c.Image },
+			want:  &criv1.ImageSpec{Image: "sha256:abc", UserSpecifiedImage: "busybox:1"}},
+		{name: "command and args expand env references",
+			c: func(c *v1.Container) {
+				c.Env = []v1.EnvVar{{Name: "X", Value: "x"}}
+				c.Command, c.Args = []string{"run", "$(X)"}, []string{"--x=$(X)", "$$(X)"}
+			},
+			field: func(c *criv1.ContainerConfig) any { return [][]string{c.Command, c.Args} },
+			want:  [][]string{{"run", "x"}, {"--x=x", "$(X)"}}},
+		{name: "working dir", c: func(c *v1.Container) { c.WorkingDir = "/srv" },
+			field: func(c *criv1.ContainerConfig) any { return c.WorkingDir },
+			want:  "/srv"},
+		{name: "envs in order",
+			c:     func(c *v1.Container) { c.Env = []v1.EnvVar{{Name: "B", Value: "1"}, fieldEnv("A", "spec.nodeName")} },
+			field: func(c *criv1.ContainerConfig) any { return c.Envs },
+			want:  []*criv1.KeyValue{{Key: "B", Value: []byte("1")}, {Key: "A", Value: []byte("node1")}}},
+		{name: "labels",
+			field: func(c *criv1.ContainerConfig) any { return c.Labels },
+			want: map[string]string{"io.kubernetes.pod.name": "dapi", "io.kubernetes.pod.namespace": "ns1",
+				"io.kubernetes.pod.uid": "uid-9", "io.kubernetes.container.name": "side"}},
+		{name: "annotations", in: func(in *ContainerInputs) { in.RestartCount = 1 },
+			field: func(c *criv1.ContainerConfig) any { return c.Annotations },
+			want: map[string]string{"io.kubernetes.container.hash": sideHash, "io.kubernetes.container.restartCount": "1",
+				"io.kubernetes.container.terminationMessagePath": "", "io.kubernetes.container.terminationMessagePolicy": ""}},
+		{name: "log path", in: func(in *ContainerInputs) { in.RestartCount = 3 },
+			field: func(c *criv1.ContainerConfig) any { return c.LogPath },
+			want:  "side/3.log"},
+		{name: "stdin, stdinOnce, tty", c: func(c *v1.Container) { c.Stdin, c.StdinOnce, c.TTY = true, true, true },
+			field: func(c *criv1.ContainerConfig) any { return []bool{c.Stdin, c.StdinOnce, c.Tty} },
+			want:  []bool{true, true, true}},
+		{name: "mounts: volume with propagation, then /etc/hosts",
+			c: func(c *v1.Container) {
+				c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", MountPropagation: ptrTo(v1.MountPropagationHostToContainer)}}
+			},
+			in: func(in *ContainerInputs) {
+				in.Volumes = map[string]volume.Mounted{"data": {HostPath: "/v/data", ReadOnly: true}}
+				in.EtcHostsPath = "/p/etc-hosts"
+			},
+			field: func(c *criv1.ContainerConfig) any { return c.Mounts },
+			want: []*criv1.Mount{
+				{ContainerPath: "/data", HostPath: "/v/data", Readonly: true, Propagation: criv1.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+				{ContainerPath: "/etc/hosts", HostPath: "/p/etc-hosts"},
+			}},
+	}
+}
+
+func containerLinuxCases() []containerFieldCase {
+	return []containerFieldCase{
+		{name: "resources: limits, shares, quota",
+			c: func(c *v1.Container) {
+				c.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
+			},
+			field: func(c *criv1.ContainerConfig) any {
+				r := c.Linux.Resources
+				return []int64{r.CpuShares, r.CpuPeriod, r.CpuQuota, r.MemoryLimitInBytes}
+			},
+			want: []int64{2, 100000, 200000, 1 << 30}},
+		{name: "OOM score relative to the node's allocatable memory",
+			c: func(c *v1.Container) {
+				c.Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}
+			},
+			field: func(c *criv1.ContainerConfig) any { return c.Linux.Resources.OomScoreAdj },
+			want:  int64(750)},
+		{name: "security: user, group, supplemental groups with fsGroup",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptrTo(int64(1)), RunAsGroup: ptrTo(int64(2)),
+					SupplementalGroups: []int64{3}, FSGroup: ptrTo(int64(4))}
+			},
+			field: func(c *criv1.ContainerConfig) any {
+				sc := c.Linux.SecurityContext
+				return []any{sc.RunAsUser.GetValue(), sc.RunAsGroup.GetValue(), sc.SupplementalGroups}
+			},
+			want: []any{int64(1), int64(2), []int64{3, 4}}},
+		{name: "security: privileged, capabilities, read-only rootfs, no new privileges",
+			c: func(c *v1.Container) {
+				c.SecurityContext = &v1.SecurityContext{Privileged: ptrTo(true), ReadOnlyRootFilesystem: ptrTo(true),
+					AllowPrivilegeEscalation: ptrTo(false), Capabilities: &v1.Capabilities{Add: []v1.Capability{"SYS_TIME"}}}
+			},
+			field: func(c *criv1.ContainerConfig) any {
+				sc := c.Linux.SecurityContext
+				return []any{sc.Privileged, sc.Capabilities, sc.ReadonlyRootfs, sc.NoNewPrivs, sc.MaskedPaths, sc.ReadonlyPaths}
+			},
+			want: []any{true, &criv1.Capability{AddCapabilities: []string{"SYS_TIME"}, DropCapabilities: []string{}},
+				true, true, []string(nil), []string(nil)}},
+		{name: "security: masked and read-only paths by default",
+			field: func(c *criv1.ContainerConfig) any {
+				return [][]string{c.Linux.SecurityContext.MaskedPaths, c.Linux.SecurityContext.ReadonlyPaths}
+			},
+			want: [][]string{defaultMaskedPaths, defaultReadonlyPaths}},
+		{name: "namespaces: an ephemeral container's PID target",
+			in:    func(in *ContainerInputs) { in.PidTarget = "id-main" },
+			field: func(c *criv1.ContainerConfig) any { return c.Linux.SecurityContext.NamespaceOptions },
+			want: &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_TARGET,
+				Ipc: criv1.NamespaceMode_POD, TargetId: "id-main"}},
 	}
 }

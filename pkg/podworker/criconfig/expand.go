@@ -1,4 +1,4 @@
-package podworker
+package criconfig
 
 import "strings"
 

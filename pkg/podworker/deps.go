@@ -1,0 +1,105 @@
+package podworker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/volume"
+)
+
+// deps is what a pod's worker and its executor use, handed over when the
+// worker starts, so that they depend on these narrow views and facts
+// rather than on the Manager and its Config.
+type deps struct {
+	log     *slog.Logger
+	now     func() time.Time
+	node    criconfig.Node
+	runtime runtime.Runtime // GetPodStatus reads through the whole interface
+	images  imageInspector
+	puller  imagePuller
+	volumes VolumeManager // nil: pods with volumes fail to start
+	objects volume.Getter // nil: standalone
+	events  EventRecorder
+	probes  podProbes
+	hooks   hookRunner
+	metrics Observer
+	// backoff is the container restart back-off the planner reads;
+	// mounts the per-pod volume set-up retry back-off.
+	backoff restartBackoff
+	mounts  retryBackoff
+
+	// onStatus and onTerminated are the Config's (nil: not wanted);
+	// forget tells the manager the worker ended.
+	onStatus     func(pod *v1.Pod, status v1.PodStatus)
+	onTerminated func(pod *v1.Pod)
+	forget       func(ctx context.Context, w *worker)
+
+	runtimeHandler string
+	runtimeName    string
+	rootDir        string
+	retryPeriod    time.Duration
+	resyncPeriod   time.Duration
+}
+
+// imageInspector reads an image's status (runAsNonRoot needs its user).
+type imageInspector interface {
+	ImageStatus(ctx context.Context, image *criv1.ImageSpec, verbose bool) (*criv1.ImageStatusResponse, error)
+}
+
+// imagePuller makes a container's image present, and says how long its
+// pull back-off lasts.
+type imagePuller interface {
+	ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig) (string, error)
+	pullBackoff(pod *v1.Pod, c *v1.Container) time.Duration
+}
+
+// podProbes are the probe workers as a pod's worker drives and reads them.
+type podProbes interface {
+	ProbeResults
+	AddPod(pod *v1.Pod)
+	RemovePod(uid types.UID)
+	StopLivenessAndStartup(uid types.UID)
+	UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus)
+}
+
+// hookRunner runs a postStart or preStop handler.
+type hookRunner interface {
+	Run(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID, podIP string, h *v1.LifecycleHandler) (string, error)
+}
+
+// restartBackoff is the planner's view plus the executor's record of a
+// container's exit.
+type restartBackoff interface {
+	BackoffChecker
+	Next(id string, eventTime time.Time)
+}
+
+// retryBackoff spaces out retries of one pod's failing step.
+type retryBackoff interface {
+	IsInBackOffSinceUpdate(id string, eventTime time.Time) bool
+	Get(id string) time.Duration
+	Next(id string, eventTime time.Time)
+	Reset(id string)
+}
+
+// workerDeps is read when a worker starts: the Config is fixed once the
+// manager runs, so this is what the worker used to read on each access.
+func (m *Manager) workerDeps() deps {
+	return deps{
+		log: m.log, now: m.now, node: m.node(),
+		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
+		volumes: m.cfg.Volumes, objects: m.cfg.Objects, events: m.events,
+		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
+		backoff: m.backoff, mounts: m.mounts,
+		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
+		runtimeHandler: m.cfg.RuntimeHandler, runtimeName: m.cfg.RuntimeName,
+		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
+	}
+}
