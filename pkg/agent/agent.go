@@ -21,11 +21,11 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/network"
+	filesource "github.com/nodeagent/nodeagent/pkg/podsource/file"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
-	"github.com/nodeagent/nodeagent/pkg/staticpod"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
@@ -200,7 +200,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		}
 		file <- nil
 	} else {
-		src, err := staticpod.New(staticpod.Config{Dir: cfg.StaticPodPath, NodeName: nodeName, ResyncPeriod: cfg.FileCheckFrequency.Duration, Logger: log})
+		src, err := filesource.New(filesource.Config{Dir: cfg.StaticPodPath, NodeName: nodeName, ResyncPeriod: cfg.FileCheckFrequency.Duration, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	apisource "github.com/nodeagent/nodeagent/pkg/podsource/api"
 )
 
 // The kubelet's client defaults (kubeAPIQPS, kubeAPIBurst).
@@ -74,10 +77,10 @@ type API struct {
 	Node     *NodeStatus
 	Watch    *NodeWatch
 	Lease    *Lease
-	Source   *APISource
+	Source   *apisource.Source
 	Status   *StatusManager
 	Mirrors  *MirrorManager
-	merger   *Merger
+	merger   *podsource.Merger
 	recorder record.EventRecorder
 	stopRec  func()
 	log      *slog.Logger
@@ -107,7 +110,7 @@ func New(cfg Config) (*API, error) {
 	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if a.Source, err = NewAPISource(APISourceConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+	if a.Source, err = apisource.New(apisource.Config{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	if a.Status, err = NewStatusManager(StatusConfig{Client: cfg.Client, Logger: cfg.Logger}); err != nil {
@@ -116,7 +119,7 @@ func New(cfg Config) (*API, error) {
 	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	a.merger = &Merger{OnStatic: a.Mirrors.Update}
+	a.merger = &podsource.Merger{OnStatic: a.Mirrors.Update}
 	a.recorder, a.stopRec = NewEventRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
 	return a, nil
 }
@@ -141,7 +144,7 @@ func (a *API) OnTerminated(pod *v1.Pod) { a.Status.OnTerminated(pod) }
 func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.Pod) error {
 	defer a.stopRec()
 	g, ctx := errgroup.WithContext(ctx)
-	apiPods := make(chan APIPods)
+	apiPods := make(chan podsource.APIPods)
 	g.Go(func() error { return a.Node.Run(ctx) })
 	g.Go(func() error { return a.Watch.Run(ctx) })
 	g.Go(func() error { return a.Lease.Run(ctx) })

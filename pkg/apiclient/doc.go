@@ -6,17 +6,17 @@
 //     capacity, node info) on change and at least every report period;
 //   - NodeWatch watches the Node, whose labels and taints admission checks;
 //   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
-//   - APISource watches the pods bound to the node (spec.nodeName);
-//   - Merger joins the static pods and the API pods into the full desired
-//     set the pod manager takes;
 //   - StatusManager sends pod statuses to pods/status and confirms
 //     deletions (grace period 0, UID precondition);
 //   - MirrorManager keeps a mirror pod in the API for every static pod;
 //   - NewEventRecorder records events as component "kubelet".
 //
-// API assembles them: build it with New, pass its Watch.Node, OnStatus,
-// OnTerminated and Events to podworker.Config, and run it with the static
-// pod channel in and the merged channel out:
+// The pod source of the API and the merger of pod sources are in
+// pkg/podsource. API assembles all of them, since the pod source must wait
+// for the Node's registration and the merger feeds the MirrorManager: build
+// it with New, pass its Watch.Node, OnStatus, OnTerminated and Events to
+// podworker.Config, and run it with the static pod channel in and the
+// merged channel out:
 //
 //	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
 //	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),

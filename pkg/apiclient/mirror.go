@@ -13,12 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-)
 
-// annotationContentHash changes when a static pod's manifest is edited
-// (its config.hash does not, see pkg/staticpod): a mirror pod with another
-// content hash is recreated.
-const annotationContentHash = "nodeagent.io/content-hash"
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
+)
 
 // DefaultMirrorResync is how often mirror pods are checked without a
 // change (a failed call is retried then).
@@ -154,7 +152,7 @@ func (m *MirrorManager) create(ctx context.Context, sp *v1.Pod) error {
 	for k, v := range sp.Annotations {
 		mp.Annotations[k] = v
 	}
-	mp.Annotations[AnnotationConfigMirror] = sp.Annotations[AnnotationConfigHash]
+	mp.Annotations[podutil.ConfigMirrorAnnotation] = sp.Annotations[podutil.ConfigHashAnnotation]
 	_, err = m.cfg.Client.CoreV1().Pods(sp.Namespace).Create(ctx, mp, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -186,7 +184,7 @@ func (m *MirrorManager) getNodeUID(ctx context.Context) (types.UID, error) {
 
 // isMirrorOf tells whether mirror is the current mirror pod of static.
 func isMirrorOf(mirror, static *v1.Pod) bool {
-	hash, ok := mirror.Annotations[AnnotationConfigMirror]
-	return ok && hash == static.Annotations[AnnotationConfigHash] &&
-		mirror.Annotations[annotationContentHash] == static.Annotations[annotationContentHash]
+	hash, ok := mirror.Annotations[podutil.ConfigMirrorAnnotation]
+	return ok && hash == static.Annotations[podutil.ConfigHashAnnotation] &&
+		mirror.Annotations[podsource.ContentHashAnnotation] == static.Annotations[podsource.ContentHashAnnotation]
 }

@@ -9,17 +9,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
-// staticPod is a pod as pkg/staticpod makes it.
+// staticPod is a pod as pkg/podsource/file makes it.
 func staticPod(name, contentHash string) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name + "-node-a", Namespace: "default", UID: k8stypes.UID("static-" + name),
 			Labels: map[string]string{"app": name},
 			Annotations: map[string]string{
-				AnnotationConfigSource: sourceFile, AnnotationConfigHash: "static-" + name,
-				annotationContentHash: contentHash,
+				podutil.ConfigSourceAnnotation: podutil.SourceFile, podutil.ConfigHashAnnotation: "static-" + name,
+				podsource.ContentHashAnnotation: contentHash,
 			},
 		},
 		Spec: v1.PodSpec{NodeName: "node-a", Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
@@ -45,7 +48,7 @@ func apiMirrors(t *testing.T, cs *fake.Clientset) []*v1.Pod {
 	}
 	var out []*v1.Pod
 	for i := range list.Items {
-		if _, ok := list.Items[i].Annotations[AnnotationConfigMirror]; ok {
+		if _, ok := list.Items[i].Annotations[podutil.ConfigMirrorAnnotation]; ok {
 			out = append(out, &list.Items[i])
 		}
 	}
@@ -66,7 +69,7 @@ func TestMirrorPodLifecycle(t *testing.T) {
 	reconcileWith(t, m, cs, sp)
 
 	mp := getPod(t, cs, sp.Name)
-	if mp.Annotations[AnnotationConfigMirror] != "static-etcd" || mp.Labels["app"] != "etcd" || mp.Spec.NodeName != "node-a" || mp.Spec.Containers[0].Image != "busybox" {
+	if mp.Annotations[podutil.ConfigMirrorAnnotation] != "static-etcd" || mp.Labels["app"] != "etcd" || mp.Spec.NodeName != "node-a" || mp.Spec.Containers[0].Image != "busybox" {
 		t.Fatalf("mirror pod = %+v", mp.ObjectMeta)
 	}
 	if o := mp.OwnerReferences; len(o) != 1 || o[0].Kind != "Node" || o[0].UID != "node-uid" || o[0].Controller == nil || !*o[0].Controller {
@@ -92,7 +95,7 @@ func TestMirrorPodLifecycle(t *testing.T) {
 	// Manifest edited (new content hash): replaced.
 	edited := staticPod("etcd", "c2")
 	reconcileWith(t, m, cs, edited)
-	if got := getPod(t, cs, sp.Name); got.Annotations[annotationContentHash] != "c2" {
+	if got := getPod(t, cs, sp.Name); got.Annotations[podsource.ContentHashAnnotation] != "c2" {
 		t.Errorf("mirror pod not replaced after an edit: %v", got.Annotations)
 	}
 

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // errMirrorMissing: a static pod's status waits for its mirror pod.
@@ -242,3 +244,9 @@ func mergeStatus(old, reported v1.PodStatus) (v1.PodStatus, bool) {
 }
 
 func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// isAPIPod tells pods from the API from static pods (podutil.IsStatic is
+// not its negation: a pod of neither source is neither).
+func isAPIPod(pod *v1.Pod) bool {
+	return pod.Annotations[podutil.ConfigSourceAnnotation] == podutil.SourceAPI
+}

@@ -12,6 +12,8 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 func apiPod(name string, uid string, phase v1.PodPhase) *v1.Pod {
@@ -25,7 +27,7 @@ func apiPod(name string, uid string, phase v1.PodPhase) *v1.Pod {
 // fromAPI is the pod as the source passes it to the manager.
 func fromAPI(p *v1.Pod) *v1.Pod {
 	p = p.DeepCopy()
-	p.Annotations = map[string]string{AnnotationConfigSource: SourceAPI}
+	p.Annotations = map[string]string{podutil.ConfigSourceAnnotation: podutil.SourceAPI}
 	return p
 }
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/nodeagent/pkg/podspec"
-	"github.com/nodeagent/nodeagent/pkg/staticpod"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
@@ -62,8 +62,8 @@ func runtimePod(name string) *v1.Pod {
 	sum := md5.Sum([]byte("host:" + nodeName + "bench:" + name)) //nolint:gosec
 	pod.UID = types.UID(hex.EncodeToString(sum[:]))
 	pod.Annotations = map[string]string{
-		staticpod.AnnotationConfigSource: staticpod.SourceFile,
-		staticpod.AnnotationConfigHash:   string(pod.UID),
+		podutil.ConfigSourceAnnotation: podutil.SourceFile,
+		podutil.ConfigHashAnnotation:   string(pod.UID),
 	}
 	podspec.SetDefaults(pod)
 	return pod

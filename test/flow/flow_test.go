@@ -13,6 +13,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
@@ -155,7 +156,7 @@ spec:
 			if err != nil {
 				return false, err
 			}
-			_, mirror := p.Annotations[apiclient.AnnotationConfigMirror]
+			_, mirror := p.Annotations[podutil.ConfigMirrorAnnotation]
 			ok := mirror && p.Status.Phase == v1.PodRunning && len(p.OwnerReferences) == 1 && p.OwnerReferences[0].Kind == "Node"
 			return ok, fmt.Errorf("annotations %v phase %s owners %v", p.Annotations, p.Status.Phase, p.OwnerReferences)
 		})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // nodeClient is a clientset authenticated as the node.
@@ -98,7 +99,7 @@ func TestAgentPassesNodeRestriction(t *testing.T) {
 	}
 	static := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "static-" + node, Namespace: ns, UID: "static-uid",
-			Annotations: map[string]string{apiclient.AnnotationConfigSource: "file", apiclient.AnnotationConfigHash: "h1"}},
+			Annotations: map[string]string{podutil.ConfigSourceAnnotation: podutil.SourceFile, podutil.ConfigHashAnnotation: "h1"}},
 		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "busybox:1"}}},
 	}
 	mirrors.Update([]*v1.Pod{static}, nil)
@@ -128,7 +129,7 @@ func TestAgentPassesNodeRestriction(t *testing.T) {
 	if err != nil || marked.DeletionTimestamp == nil {
 		t.Fatalf("graceful deletion: %v %+v", err, marked)
 	}
-	marked.Annotations = map[string]string{apiclient.AnnotationConfigSource: apiclient.SourceAPI}
+	marked.Annotations = map[string]string{podutil.ConfigSourceAnnotation: podutil.SourceAPI}
 	status.OnStatus(marked, v1.PodStatus{Phase: v1.PodSucceeded})
 	status.OnTerminated(marked)
 	eventually(t, "the deleted pod gone", func() bool {

@@ -1,4 +1,4 @@
-package staticpod
+package file
 
 import (
 	"context"

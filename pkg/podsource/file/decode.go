@@ -1,4 +1,4 @@
-package staticpod
+package file
 
 import (
 	"bytes"
@@ -18,18 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeagent/nodeagent/pkg/podsource"
 	"github.com/nodeagent/nodeagent/pkg/podspec"
-)
-
-// Annotation keys set on every static pod.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigSeen   = "kubernetes.io/config.seen"
-	AnnotationContentHash  = "nodeagent.io/content-hash"
-
-	// SourceFile is the value of AnnotationConfigSource for manifest-file pods.
-	SourceFile = "file"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // maxManifestSize mirrors the kubelet's maxConfigLength (10 MiB).
@@ -164,15 +155,15 @@ func applyDefaults(pod *v1.Pod, path, nodeName string) field.ErrorList {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	delete(pod.Annotations, AnnotationContentHash)
-	delete(pod.Annotations, AnnotationConfigSeen)
-	pod.Annotations[AnnotationConfigSource] = SourceFile
-	pod.Annotations[AnnotationConfigHash] = string(pod.UID)
+	delete(pod.Annotations, podsource.ContentHashAnnotation)
+	delete(pod.Annotations, podutil.ConfigSeenAnnotation)
+	pod.Annotations[podutil.ConfigSourceAnnotation] = podutil.SourceFile
+	pod.Annotations[podutil.ConfigHashAnnotation] = string(pod.UID)
 	addNoExecuteToleration(pod)
 	pod.Status = v1.PodStatus{Phase: v1.PodPending}
 	podspec.SetDefaults(pod)
 	errs = append(errs, podspec.Validate(pod)...)
-	pod.Annotations[AnnotationContentHash] = contentHash(pod)
+	pod.Annotations[podsource.ContentHashAnnotation] = contentHash(pod)
 	return errs
 }
 

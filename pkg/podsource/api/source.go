@@ -1,4 +1,4 @@
-package apiclient
+package api
 
 import (
 	"context"
@@ -14,27 +14,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
-// Pod annotations of the kubelet's pod sources.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
-	// SourceAPI is the config.source of pods from the API server.
-	SourceAPI  = "api"
-	sourceFile = "file"
-)
-
-// APIPods is one snapshot of the pods bound to the node: the pods to run
-// and the mirror pods of static pods (which are not run).
-type APIPods struct {
-	Pods    []*v1.Pod
-	Mirrors []*v1.Pod
-}
-
-// APISourceConfig configures APISource; Client and NodeName are required.
-type APISourceConfig struct {
+// Config configures Source; Client and NodeName are required.
+type Config struct {
 	Client   kubernetes.Interface
 	NodeName string
 	// ResyncPeriod is the informer's resync; 0 (the kubelet's reflector
@@ -43,19 +29,19 @@ type APISourceConfig struct {
 	Logger       *slog.Logger
 }
 
-// APISource watches the pods with spec.nodeName=<node>.
-type APISource struct {
-	cfg      APISourceConfig
+// Source watches the pods with spec.nodeName=<node>.
+type Source struct {
+	cfg      Config
 	log      *slog.Logger
 	informer cache.SharedIndexInformer
 	factory  informers.SharedInformerFactory
 	changed  chan struct{}
 }
 
-// NewAPISource builds the informer; Run starts it.
-func NewAPISource(cfg APISourceConfig) (*APISource, error) {
+// New builds the informer; Run starts it.
+func New(cfg Config) (*Source, error) {
 	if cfg.Client == nil || cfg.NodeName == "" {
-		return nil, errors.New("apiclient: API source needs Client and NodeName")
+		return nil, errors.New("apisource: Client and NodeName are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -63,7 +49,7 @@ func NewAPISource(cfg APISourceConfig) (*APISource, error) {
 	sel := fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
-	s := &APISource{
+	s := &Source{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "apisource"),
 		informer: f.Core().V1().Pods().Informer(),
@@ -81,14 +67,14 @@ func NewAPISource(cfg APISourceConfig) (*APISource, error) {
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}); err != nil {
-		return nil, fmt.Errorf("apiclient: pod informer: %w", err)
+		return nil, fmt.Errorf("apisource: pod informer: %w", err)
 	}
 	return s, nil
 }
 
 // Run runs the informer and sends a full snapshot on out once it has
 // synced and after every change (changes in a burst are coalesced).
-func (s *APISource) Run(ctx context.Context, out chan<- APIPods) error {
+func (s *Source) Run(ctx context.Context, out chan<- podsource.APIPods) error {
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
@@ -111,14 +97,14 @@ func (s *APISource) Run(ctx context.Context, out chan<- APIPods) error {
 
 // snapshot splits the cached pods into pods to run (annotated as API
 // pods) and mirror pods, each sorted by namespace/name.
-func (s *APISource) snapshot() APIPods {
-	var set APIPods
+func (s *Source) snapshot() podsource.APIPods {
+	var set podsource.APIPods
 	for _, obj := range s.informer.GetStore().List() {
 		pod, ok := obj.(*v1.Pod)
 		if !ok {
 			continue
 		}
-		if _, mirror := pod.Annotations[AnnotationConfigMirror]; mirror {
+		if _, mirror := pod.Annotations[podutil.ConfigMirrorAnnotation]; mirror {
 			set.Mirrors = append(set.Mirrors, pod.DeepCopy())
 			continue
 		}
@@ -126,7 +112,7 @@ func (s *APISource) snapshot() APIPods {
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[AnnotationConfigSource] = SourceAPI
+		p.Annotations[podutil.ConfigSourceAnnotation] = podutil.SourceAPI
 		set.Pods = append(set.Pods, p)
 	}
 	sortPods(set.Pods)
@@ -142,6 +128,3 @@ func sortPods(pods []*v1.Pod) {
 		return pods[i].Name < pods[j].Name
 	})
 }
-
-// isAPIPod tells pods from the API from static pods.
-func isAPIPod(pod *v1.Pod) bool { return pod.Annotations[AnnotationConfigSource] == SourceAPI }

@@ -1,4 +1,4 @@
-package staticpod
+package file
 
 import (
 	"cmp"
@@ -15,6 +15,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // rescan re-reads the directory and returns the current snapshot and whether
@@ -200,7 +203,7 @@ func (s *Source) stamp(pods []*v1.Pod) []*v1.Pod {
 		}
 		live[pod.UID] = true
 		cp := pod.DeepCopy()
-		cp.Annotations[AnnotationConfigSeen] = seen.UTC().Format(time.RFC3339Nano)
+		cp.Annotations[podutil.ConfigSeenAnnotation] = seen.UTC().Format(time.RFC3339Nano)
 		out = append(out, cp)
 	}
 	for uid := range s.seen {
@@ -220,7 +223,7 @@ func signature(pods []*v1.Pod) string {
 	for _, p := range pods {
 		b.WriteString(string(p.UID))
 		b.WriteByte('=')
-		b.WriteString(p.Annotations[AnnotationContentHash])
+		b.WriteString(p.Annotations[podsource.ContentHashAnnotation])
 		b.WriteByte(';')
 	}
 	return b.String()

@@ -1,4 +1,4 @@
-package staticpod
+package file
 
 import (
 	"regexp"
@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 const node = "node-1"
@@ -125,14 +128,14 @@ func TestDefaultsApplied(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(string(pod.UID)) {
 		t.Errorf("UID %q is not 32 hex characters", pod.UID)
 	}
-	want := map[string]string{AnnotationConfigSource: "file", AnnotationConfigHash: string(pod.UID)}
+	want := map[string]string{podutil.ConfigSourceAnnotation: "file", podutil.ConfigHashAnnotation: string(pod.UID)}
 	for k, v := range want {
 		if pod.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, pod.Annotations[k], v)
 		}
 	}
-	if len(pod.Annotations[AnnotationContentHash]) != 64 {
-		t.Errorf("content hash %q is not a sha256 hex", pod.Annotations[AnnotationContentHash])
+	if len(pod.Annotations[podsource.ContentHashAnnotation]) != 64 {
+		t.Errorf("content hash %q is not a sha256 hex", pod.Annotations[podsource.ContentHashAnnotation])
 	}
 	tol := pod.Spec.Tolerations
 	if len(tol) != 1 || tol[0].Operator != v1.TolerationOpExists || tol[0].Effect != v1.TaintEffectNoExecute {
@@ -162,7 +165,7 @@ func TestUID(t *testing.T) {
 			if (pod.UID == base.UID) != tt.sameUID {
 				t.Errorf("UID %q vs base %q: same=%v, want %v", pod.UID, base.UID, pod.UID == base.UID, tt.sameUID)
 			}
-			same := pod.Annotations[AnnotationContentHash] == base.Annotations[AnnotationContentHash]
+			same := pod.Annotations[podsource.ContentHashAnnotation] == base.Annotations[podsource.ContentHashAnnotation]
 			if same != tt.sameContent {
 				t.Errorf("content hash same=%v, want %v", same, tt.sameContent)
 			}

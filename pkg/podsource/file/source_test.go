@@ -1,4 +1,4 @@
-package staticpod
+package file
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podsource"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 func newSource(t *testing.T, dir string, resync time.Duration) *Source {
@@ -161,13 +164,13 @@ func TestRescanKeepsUIDAndSeen(t *testing.T) {
 		t.Fatalf("changed=%v first=%v second=%v", changed, names(first), names(second))
 	}
 	a, b := first[0], second[0]
-	if a.UID != b.UID || a.Annotations[AnnotationConfigSeen] != b.Annotations[AnnotationConfigSeen] {
-		t.Errorf("UID/seen changed: %s/%s vs %s/%s", a.UID, a.Annotations[AnnotationConfigSeen], b.UID, b.Annotations[AnnotationConfigSeen])
+	if a.UID != b.UID || a.Annotations[podutil.ConfigSeenAnnotation] != b.Annotations[podutil.ConfigSeenAnnotation] {
+		t.Errorf("UID/seen changed: %s/%s vs %s/%s", a.UID, a.Annotations[podutil.ConfigSeenAnnotation], b.UID, b.Annotations[podutil.ConfigSeenAnnotation])
 	}
-	if _, err := time.Parse(time.RFC3339Nano, a.Annotations[AnnotationConfigSeen]); err != nil {
+	if _, err := time.Parse(time.RFC3339Nano, a.Annotations[podutil.ConfigSeenAnnotation]); err != nil {
 		t.Errorf("config.seen: %v", err)
 	}
-	if a.Annotations[AnnotationContentHash] == b.Annotations[AnnotationContentHash] {
+	if a.Annotations[podsource.ContentHashAnnotation] == b.Annotations[podsource.ContentHashAnnotation] {
 		t.Errorf("content hash did not change")
 	}
 	b.Annotations["mutated"] = "x" // snapshots are copies

@@ -1,4 +1,4 @@
-package apiclient
+package podsource
 
 import (
 	"context"
@@ -6,6 +6,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 )
+
+// ContentHashAnnotation is set by the file source and read by the mirror pod
+// manager: it changes when a static pod's manifest is edited, while the
+// pod's config.hash (its UID) does not, so that a stale mirror pod is
+// recreated.
+const ContentHashAnnotation = "nodeagent.io/content-hash"
+
+// APIPods is one snapshot of the pods bound to the node: the pods to run
+// and the mirror pods of static pods (which are not run).
+type APIPods struct {
+	Pods    []*v1.Pod
+	Mirrors []*v1.Pod
+}
 
 // Merger joins the pod sources into the full desired set the pod manager
 // takes: the latest set of each source. Static pods go out as soon as the
@@ -58,14 +71,17 @@ func (m *Merger) Run(ctx context.Context, file <-chan []*v1.Pod, api <-chan APIP
 				m.OnStatic(static, fromAPI.Mirrors)
 			}
 		}
-		pending = merge(static, fromAPI.Pods)
+		pending = Merge(static, fromAPI.Pods)
 		sendc = out
 	}
 }
 
-// merge returns static pods then API pods; a pod UID present in both is
-// taken from the file (a static pod's UID is its own).
-func merge(static, api []*v1.Pod) []*v1.Pod {
+// Merge returns the desired set of one static and one API snapshot: static
+// pods then API pods, each in its source's order. A pod UID present in both
+// is taken from the file (a static pod's UID is its own). Kept free of the
+// channels so that the merge rule is tested by itself; the result is a new
+// slice sharing the pods.
+func Merge(static, api []*v1.Pod) []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(static)+len(api))
 	seen := make(map[string]bool, len(static))
 	for _, p := range static {

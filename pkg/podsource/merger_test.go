@@ -1,15 +1,20 @@
-package apiclient
+package podsource
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/apimachinery/pkg/types"
 )
+
+// pod has what the merger reads of a pod: its UID (and a name to show).
+func pod(name, uid string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(uid)}}
+}
 
 func names(pods []*v1.Pod) []string {
 	var out []string
@@ -41,7 +46,7 @@ func TestMergerSendsStaticPodsAtOnceThenTheLatestSets(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx, file, api, out) }()
 
-	file <- []*v1.Pod{staticPod("etcd", "c1")}
+	file <- []*v1.Pod{pod("etcd-node-a", "static-etcd")}
 	// Static pods go out without the API: they must run during an outage.
 	if got := names(recv(t, out)); len(got) != 1 || got[0] != "etcd-node-a" {
 		t.Fatalf("first set %v, want the static pod alone", got)
@@ -54,8 +59,8 @@ func TestMergerSendsStaticPodsAtOnceThenTheLatestSets(t *testing.T) {
 		t.Fatal("OnStatic called before the API source reported")
 	default:
 	}
-	web := fromAPI(apiPod("web", "u1", v1.PodPending))
-	mirror := apiPod("etcd-node-a", "m1", v1.PodPending)
+	web := pod("web", "u1")
+	mirror := pod("etcd-node-a", "m1")
 	api <- APIPods{Pods: []*v1.Pod{web}, Mirrors: []*v1.Pod{mirror}}
 	if c := <-calls; len(c.static) != 1 || len(c.mirrors) != 1 {
 		t.Errorf("OnStatic(%v, %v)", c.static, c.mirrors)
@@ -64,7 +69,7 @@ func TestMergerSendsStaticPodsAtOnceThenTheLatestSets(t *testing.T) {
 		t.Error("not AllReady after both sources reported")
 	}
 	// While the manager does not read, newer sets replace the pending one.
-	api <- APIPods{Pods: []*v1.Pod{web, fromAPI(apiPod("db", "u2", v1.PodPending))}}
+	api <- APIPods{Pods: []*v1.Pod{web, pod("db", "u2")}}
 	<-calls
 	file <- nil
 	<-calls
@@ -94,57 +99,27 @@ func TestMergerWithoutFileSource(t *testing.T) {
 	}
 }
 
-func TestAPISourceSnapshots(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mirror := apiPod("etcd-node-a", "m1", v1.PodRunning)
-	mirror.Annotations = map[string]string{AnnotationConfigMirror: "h"}
-	cs := fake.NewClientset(apiPod("web", "u1", v1.PodPending), mirror)
-	src, err := NewAPISource(APISourceConfig{Client: cs, NodeName: "node-a", Logger: discard})
-	if err != nil {
-		t.Fatal(err)
+func TestMerge(t *testing.T) {
+	etcd, web, db := pod("etcd-node-a", "static-etcd"), pod("web", "u1"), pod("db", "u2")
+	tests := []struct {
+		name        string
+		static, api []*v1.Pod
+		want        []string
+	}{
+		{name: "no pods", want: nil},
+		{name: "static pods alone", static: []*v1.Pod{etcd}, want: []string{"etcd-node-a"}},
+		{name: "API pods alone", api: []*v1.Pod{web, db}, want: []string{"web", "db"}},
+		{name: "static pods first, each source in its order", static: []*v1.Pod{etcd}, api: []*v1.Pod{db, web},
+			want: []string{"etcd-node-a", "db", "web"}},
+		{name: "a UID of both sources is the file's", static: []*v1.Pod{etcd},
+			api: []*v1.Pod{web, pod("etcd-impostor", "static-etcd")}, want: []string{"etcd-node-a", "web"}},
 	}
-	out := make(chan APIPods)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, out) }()
-	next := func() APIPods {
-		select {
-		case s := <-out:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatal("no snapshot")
-			return APIPods{}
-		}
-	}
-	s := next()
-	if len(s.Pods) != 1 || s.Pods[0].Name != "web" || s.Pods[0].Annotations[AnnotationConfigSource] != SourceAPI {
-		t.Fatalf("pods = %v", names(s.Pods))
-	}
-	if len(s.Mirrors) != 1 || s.Mirrors[0].Name != "etcd-node-a" {
-		t.Fatalf("mirrors = %v", names(s.Mirrors))
-	}
-	for _, a := range cs.Actions() {
-		if l, ok := a.(interface {
-			GetListRestrictions() k8stesting.ListRestrictions
-		}); ok {
-			if f := l.GetListRestrictions().Fields.String(); f != "spec.nodeName=node-a" {
-				t.Errorf("list field selector = %q", f)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Merge(tt.static, tt.api)
+			if !slices.Equal(names(got), tt.want) {
+				t.Errorf("Merge = %v, want %v", names(got), tt.want)
 			}
-		}
-	}
-	now := metav1.Now()
-	del := apiPod("web", "u1", v1.PodRunning)
-	del.DeletionTimestamp = &now
-	if _, err := cs.CoreV1().Pods("default").Update(ctx, del, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for s = next(); len(s.Pods) == 1 && s.Pods[0].DeletionTimestamp == nil; s = next() {
-	}
-	if len(s.Pods) != 1 || s.Pods[0].DeletionTimestamp == nil {
-		t.Fatalf("deleted pod not passed on: %v", names(s.Pods))
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+		})
 	}
 }
