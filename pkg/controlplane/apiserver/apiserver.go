@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/metrics"
 	psadmission "k8s.io/pod-security-admission/admission"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
@@ -71,6 +72,7 @@ type Server struct {
 
 	services    serviceAllocator
 	podSecurity *psadmission.Admission
+	authorizer  authz.Chain
 	kubelet     *kubeletClient
 
 	requests       *requestMetrics
@@ -100,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		purging:   map[string]bool{},
 	}
+	s.authorizer = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}})
 	var err error
 	if s.podSecurity, err = newPodSecurity(s); err != nil {
 		return nil, err

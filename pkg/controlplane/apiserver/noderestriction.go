@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
@@ -18,10 +20,10 @@ import (
 // leases and request service account tokens broadly; this narrows the
 // writes to the node's own objects and the tokens to its pods.
 func (s *Server) restrictNode(ctx context.Context, u request.User, a *attributes) error {
-	if !hasGroup(u, nodesGroup) {
+	if !authz.HasGroup(u, authz.NodesGroup) {
 		return nil
 	}
-	node, ok := nodeName(u)
+	node, ok := authz.NodeName(u)
 	if !ok {
 		return admissionForbidden(a, "could not determine node from user %q", u.Name)
 	}
@@ -98,7 +100,7 @@ func (s *Server) restrictMirrorPod(ctx context.Context, node string, a *attribut
 	if err := s.checkMirrorPodOwner(ctx, node, a, pod); err != nil {
 		return err
 	}
-	if ref := podAPIReference(pod); ref != "" {
+	if ref := podrefs.APIReference(pod); ref != "" {
 		return admissionForbidden(a, "node %q can not create pods that reference %s", node, ref)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
@@ -65,7 +66,7 @@ func checkNodeTokenAudience(u request.User, a *attributes, tr *authnv1.TokenRequ
 	default:
 		return tokenForbidden(a, "node may only request 0 or 1 audiences")
 	}
-	if podUsesAudience(pod, audience) || isMaster(u) {
+	if podUsesAudience(pod, audience) || authz.IsMaster(u) {
 		return nil
 	}
 	return tokenForbidden(a, "audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", audience, u.Name)

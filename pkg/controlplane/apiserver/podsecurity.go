@@ -16,7 +16,6 @@ import (
 	pspolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
 // newPodSecurity builds upstream's PodSecurity admission (the library the
@@ -40,7 +39,7 @@ func newPodSecurity(s *Server) (*psadmission.Admission, error) {
 		Metrics:          noPodSecurityMetrics{},
 		PodSpecExtractor: psadmission.DefaultPodSpecExtractor{},
 		NamespaceGetter:  podSecurityNamespaces{s},
-		PodLister:        podSecurityPods{s},
+		PodLister:        storeReaders{s},
 	}
 	if err := a.CompleteConfiguration(); err != nil {
 		return nil, fmt.Errorf("pod security: %w", err)
@@ -103,23 +102,6 @@ type podSecurityNamespaces struct{ s *Server }
 
 func (n podSecurityNamespaces) GetNamespace(ctx context.Context, name string) (*v1.Namespace, error) {
 	return n.s.getNamespace(ctx, name)
-}
-
-// podSecurityPods lists a namespace's pods when its enforce label is
-// tightened. Upstream reads its informer; a consistent read costs little
-// here (label changes are rare) and also sees a pod created a moment ago.
-type podSecurityPods struct{ s *Server }
-
-func (p podSecurityPods) ListPods(ctx context.Context, ns string) ([]*v1.Pod, error) {
-	list, err := p.s.store("/v1/pods").List(ctx, ns, storage.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list pods in %s: %w", ns, err)
-	}
-	pods := make([]*v1.Pod, 0, len(list.Items))
-	for _, obj := range list.Items {
-		pods = append(pods, obj.(*v1.Pod))
-	}
-	return pods, nil
 }
 
 // noPodSecurityMetrics drops the library's evaluation counters: the API

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
@@ -82,7 +83,7 @@ func validateMirrorPodReferences(a *attributes, pod *v1.Pod) error {
 	if pod.Spec.ServiceAccountName != "" {
 		return admissionForbidden(a, "a mirror pod may not reference service accounts")
 	}
-	if len(podSecretNames(pod)) > 0 {
+	if len(podrefs.SecretNames(pod)) > 0 {
 		return admissionForbidden(a, "a mirror pod may not reference secrets")
 	}
 	for _, vol := range pod.Spec.Volumes {
