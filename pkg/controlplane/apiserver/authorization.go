@@ -22,7 +22,7 @@ func (s *Server) authorize(r *http.Request, res *registry.Resource, ri request.I
 	if !ok {
 		return nil
 	}
-	return authz.Check(r.Context(), s.authorizer, authz.Attributes{User: u, Verb: ri.Verb, Resource: res,
+	return authz.Check(r.Context(), s.authorizers, authz.Attributes{User: u, Verb: ri.Verb, Resource: res,
 		Namespace: ri.Namespace, Name: ri.Name, Subresource: ri.Subresource, FieldSelector: r.URL.Query().Get("fieldSelector")})
 }
 
@@ -33,7 +33,7 @@ func (s *Server) authorizePath(r *http.Request, verb string) error {
 	if !ok {
 		return nil
 	}
-	return authz.Check(r.Context(), s.authorizer, authz.Attributes{User: u, Verb: verb, Path: r.URL.Path})
+	return authz.Check(r.Context(), s.authorizers, authz.Attributes{User: u, Verb: verb, Path: r.URL.Path})
 }
 
 // reviewAccess answers a SelfSubjectAccessReview ("may I?") with the
@@ -43,11 +43,11 @@ func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes
 	if !authenticated {
 		return true
 	}
-	return authz.Review(r.Context(), s.authorizer, maps.Values(s.resources), u, attrs, r.URL.Query().Get("fieldSelector"))
+	return authz.Review(r.Context(), s.authorizers, maps.Values(s.resources), u, attrs, r.URL.Query().Get("fieldSelector"))
 }
 
 // reviewSubjectAccess answers a SubjectAccessReview about the user its
 // spec describes.
 func (s *Server) reviewSubjectAccess(r *http.Request, spec *authzv1.SubjectAccessReviewSpec) authzv1.SubjectAccessReviewStatus {
-	return authz.ReviewSubject(r.Context(), s.authorizer, maps.Values(s.resources), spec)
+	return authz.ReviewSubject(r.Context(), s.authorizers, maps.Values(s.resources), spec)
 }
