@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/component-base/metrics"
-	psadmission "k8s.io/pod-security-admission/admission"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/admission"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
@@ -70,7 +71,8 @@ type Server struct {
 	ready     chan struct{}
 
 	services    serviceAllocator
-	podSecurity *psadmission.Admission
+	admission   *admission.Chain
+	authorizers authz.Chain
 	kubelet     *kubeletClient
 
 	requests       *requestMetrics
@@ -100,8 +102,9 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		purging:   map[string]bool{},
 	}
+	s.authorizers = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}})
 	var err error
-	if s.podSecurity, err = newPodSecurity(s); err != nil {
+	if s.admission, err = s.newAdmission(); err != nil {
 		return nil, err
 	}
 	if s.kubelet, err = newKubeletClient(cfg.Kubelet); err != nil {

@@ -11,7 +11,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+)
+
+// The groups the core's tests use, by their authz names.
+const (
+	mastersGroup    = authz.MastersGroup
+	nodesGroup      = authz.NodesGroup
+	monitoringGroup = authz.MonitoringGroup
 )
 
 // asUser runs one request through the handler as an authenticated user.

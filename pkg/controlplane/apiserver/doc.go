@@ -4,11 +4,14 @@
 // update, patch, delete), discovery, Status errors and Table output, so
 // that unmodified kubectl and client-go work against it.
 //
-// Writes pass upstream's built-in admission in upstream's order: the
-// mutating plugins (NamespaceLifecycle, ServiceAccount,
-// DefaultTolerationSeconds, DefaultStorageClass, NodeRestriction) before
-// defaulting and validation, PodSecurity after them on the final object.
-// Warnings reach the client as Warning headers.
+// Requests are authorized by package authz's chain (system:masters, the
+// review APIs, system:monitoring, the node authorizer). Writes pass
+// upstream's built-in admission, package admission, in upstream's order:
+// the mutating plugins (NamespaceLifecycle, ServiceAccount,
+// NodeRestriction, DefaultTolerationSeconds, DefaultStorageClass) before
+// defaulting and validation, the validating ones (ServiceAccount,
+// PodSecurity) after them on the final object. Warnings reach the client
+// as Warning headers.
 //
 // ServiceAccount gives every pod but mirror pods its service account
 // ("default" unless named; a missing one is refused) and, unless the pod

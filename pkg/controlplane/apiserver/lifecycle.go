@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/admission"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
@@ -19,98 +20,8 @@ import (
 // The namespaces every cluster has.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// defaultTolerationSeconds is the DefaultTolerationSeconds admission
-// plugin's value for not-ready and unreachable nodes.
-const defaultTolerationSeconds = int64(300)
-
 func storageListAll(filter func(runtime.Object) bool) storage.ListOptions {
 	return storage.ListOptions{Filter: filter}
-}
-
-// admitNamespace is the NamespaceLifecycle admission: no new objects in a
-// missing or terminating namespace.
-func (s *Server) admitNamespace(ctx context.Context, name string) error {
-	ns, err := s.getNamespace(ctx, name)
-	if err != nil {
-		return err
-	}
-	if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
-		return namespaceTerminating(name)
-	}
-	return nil
-}
-
-// namespaceTerminating carries upstream's NamespaceTerminating cause, by
-// which controllers (the root CA publisher) tell a namespace going away
-// from a failure worth retrying.
-func namespaceTerminating(name string) error {
-	err := apierrors.NewForbidden(v1.Resource("namespaces"), name,
-		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-		Type:    v1.NamespaceTerminatingCause,
-		Message: fmt.Sprintf("namespace %s is being terminated", name),
-		Field:   "metadata.namespace",
-	})
-	return err
-}
-
-// getNamespace reads the watch cache, as upstream's admission plugins read
-// their informer: a consistent etcd read on every create would cost more
-// than the create. A namespace the cache does not hold yet (created a
-// moment ago) is read from etcd.
-func (s *Server) getNamespace(ctx context.Context, name string) (*v1.Namespace, error) {
-	list, err := s.store(nsResource).List(ctx, "", storage.ListOptions{ResourceVersion: "0", Filter: func(o runtime.Object) bool {
-		return o.(*v1.Namespace).Name == name
-	}})
-	if err != nil {
-		return nil, err
-	}
-	if len(list.Items) > 0 {
-		return list.Items[0].(*v1.Namespace), nil
-	}
-	obj, err := s.store(nsResource).Get(ctx, "", name)
-	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewNotFound(v1.Resource("namespaces"), name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*v1.Namespace), nil
-}
-
-// admit runs the create-only mutating plugins: DefaultStorageClass,
-// DefaultTolerationSeconds and ServiceAccount, the one that may refuse.
-// Upstream runs ServiceAccount first and the other two after
-// NodeRestriction; they only fill in fields of their own, so their place
-// shows nowhere.
-func (s *Server) admit(ctx context.Context, a *attributes) error {
-	if pvc, ok := a.obj.(*v1.PersistentVolumeClaim); ok {
-		s.setDefaultStorageClass(ctx, pvc)
-	}
-	if pod, ok := a.obj.(*v1.Pod); ok {
-		addDefaultTolerations(pod)
-	}
-	return s.admitServiceAccount(ctx, a)
-}
-
-// addDefaultTolerations adds the DefaultTolerationSeconds plugin's
-// not-ready/unreachable tolerations unless the pod has its own.
-func addDefaultTolerations(pod *v1.Pod) {
-	for _, key := range []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable} {
-		has := false
-		for _, t := range pod.Spec.Tolerations {
-			if (t.Key == key || (t.Key == "" && t.Operator == v1.TolerationOpExists)) &&
-				(t.Effect == v1.TaintEffectNoExecute || t.Effect == "") {
-				has = true
-			}
-		}
-		if !has {
-			secs := defaultTolerationSeconds
-			pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{
-				Key: key, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs,
-			})
-		}
-	}
 }
 
 // afterCreate gives a new namespace its default service account (the
@@ -166,7 +77,7 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, ns, name 
 	}
 	// Upstream's delete admission sees no object, only the stored one,
 	// before the preconditions are checked.
-	del := &attributes{op: admissionv1.Delete, res: h.res, namespace: ns, name: name, old: existing}
+	del := &admission.Attributes{Operation: admissionv1.Delete, Resource: h.res, Namespace: ns, Name: name, OldObject: existing}
 	if err := s.admitMutating(ctx, del); err != nil {
 		return nil, err
 	}

@@ -63,18 +63,10 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	if m.GetResourceVersion() != "" {
 		return responsewriters.BadRequest("resourceVersion should not be set on objects to be created")
 	}
-	if h.res.Namespaced {
-		if err := h.s.admitNamespace(ctx, m.GetNamespace()); err != nil {
-			return err
-		}
-	}
 	m.SetUID(uuid.NewUUID())
 	m.SetCreationTimestamp(metav1.Now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	if err := h.s.admit(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
-		return err
-	}
 	if err := h.s.admitMutating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -10,114 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/internal/apitest"
 )
-
-// wantTokenVolume is the volume upstream's ServiceAccount admission adds,
-// written out field by field.
-func wantTokenVolume(name string) v1.Volume {
-	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-		DefaultMode: ptr.To[int32](0o644),
-		Sources: []v1.VolumeProjection{
-			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
-			{ConfigMap: &v1.ConfigMapProjection{
-				LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-				Items:                []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
-			}},
-			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{
-				Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
-			}}}},
-		},
-	}}}
-}
-
-// sameJSON compares as the API serves: by the JSON.
-func sameJSON(t *testing.T, what string, want, got any) {
-	t.Helper()
-	w, _ := json.Marshal(want)
-	g, _ := json.Marshal(got)
-	if string(w) != string(g) {
-		t.Errorf("%s:\n got %s\nwant %s", what, g, w)
-	}
-}
-
-func tokenMount(name string) v1.VolumeMount {
-	return v1.VolumeMount{Name: name, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}
-}
-
-func twoContainerPod() *v1.Pod {
-	return &v1.Pod{Spec: v1.PodSpec{
-		InitContainers: []v1.Container{{Name: "init", Image: "busybox:1"}},
-		Containers:     []v1.Container{{Name: "c", Image: "busybox:1"}},
-		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
-			Name: "debug", Image: "busybox:1"}}},
-	}}
-}
-
-func TestMountServiceAccountToken(t *testing.T) {
-	own := v1.VolumeMount{Name: "mine", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}
-	cases := []struct {
-		name   string
-		change func(*v1.Pod)
-		want   func(*v1.Pod) // the expected pod, from the unchanged one
-	}{
-		{"every init and regular container, not ephemeral ones", func(*v1.Pod) {}, func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{wantTokenVolume("kube-api-access-abcde")}
-			p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-abcde")}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-abcde")}
-		}},
-		{"a container with its own mount at the path keeps it", func(p *v1.Pod) {
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{own}
-		}, func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{wantTokenVolume("kube-api-access-abcde")}
-			p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-abcde")}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{own}
-		}},
-		{"no container needs it: no volume", func(p *v1.Pod) {
-			p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{own}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{own}
-		}, func(p *v1.Pod) {
-			p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{own}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{own}
-		}},
-		{"an existing token volume is reused", func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access-zzzzz", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-zzzzz")}
-		}, func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{{Name: "kube-api-access-zzzzz", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-			p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-zzzzz")}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{tokenMount("kube-api-access-zzzzz")}
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, want := twoContainerPod(), twoContainerPod()
-			tc.change(got)
-			tc.want(want)
-			mountServiceAccountToken(got, func() string { return "abcde" })
-			sameJSON(t, "pod", want, got)
-		})
-	}
-}
-
-func TestShouldAutomount(t *testing.T) {
-	cases := []struct {
-		pod, sa *bool
-		want    bool
-	}{
-		{nil, nil, true},
-		{nil, ptr.To(false), false},
-		{ptr.To(true), ptr.To(false), true},
-		{ptr.To(false), ptr.To(true), false},
-		{ptr.To(false), nil, false},
-	}
-	for _, tc := range cases {
-		pod := &v1.Pod{Spec: v1.PodSpec{AutomountServiceAccountToken: tc.pod}}
-		sa := &v1.ServiceAccount{AutomountServiceAccountToken: tc.sa}
-		if got := shouldAutomount(sa, pod); got != tc.want {
-			t.Errorf("pod %v, service account %v: %v, want %v", tc.pod, tc.sa, got, tc.want)
-		}
-	}
-}
 
 // tokenVolumeName5 is the prefix and five characters of upstream's
 // generated-name alphabet.
@@ -153,8 +47,8 @@ func TestServiceAccountAdmission(t *testing.T) {
 	if !tokenVolumeName5.MatchString(name) {
 		t.Errorf("volume name %q, want kube-api-access- and 5 of upstream's characters", name)
 	}
-	sameJSON(t, "volume", wantTokenVolume(name), pod.Spec.Volumes[0])
-	sameJSON(t, "mounts", []v1.VolumeMount{tokenMount(name)}, pod.Spec.Containers[0].VolumeMounts)
+	apitest.SameJSON(t, "volume", apitest.WantTokenVolume(name), pod.Spec.Volumes[0])
+	apitest.SameJSON(t, "mounts", []v1.VolumeMount{apitest.TokenMount(name)}, pod.Spec.Containers[0].VolumeMounts)
 
 	createServiceAccount(t, ns, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}, AutomountServiceAccountToken: ptr.To(false),
 		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}}})
@@ -178,7 +72,7 @@ func TestServiceAccountAdmission(t *testing.T) {
 		if len(got.Spec.Volumes) != tc.volumes || len(got.Spec.Containers[0].VolumeMounts) != tc.volumes {
 			t.Errorf("%s: volumes %+v, mounts %+v; want %d", tc.pod.Name, got.Spec.Volumes, got.Spec.Containers[0].VolumeMounts, tc.volumes)
 		}
-		sameJSON(t, tc.pod.Name+": image pull secrets", tc.pull, got.Spec.ImagePullSecrets)
+		apitest.SameJSON(t, tc.pod.Name+": image pull secrets", tc.pull, got.Spec.ImagePullSecrets)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
@@ -212,27 +211,6 @@ func invalidReview(res *registry.Resource, obj runtime.Object) error {
 		return apierrors.NewInvalid(res.GVK.GroupKind(), "", errs)
 	}
 	return nil
-}
-
-// reviewAccess answers "may I?" with the same authorizer that guards the
-// requests themselves.
-func (s *Server) reviewAccess(r *http.Request, attrs *authzv1.ResourceAttributes) bool {
-	u, authenticated := request.UserFrom(r.Context())
-	if !authenticated || isMaster(u) {
-		return true
-	}
-	if attrs == nil {
-		return false // non-resource URLs: only the admin, for now
-	}
-	for _, res := range s.resources {
-		if res.GVK.Group != attrs.Group || res.Plural != attrs.Resource || (attrs.Version != "" && attrs.Version != "*" && res.GVK.Version != attrs.Version) {
-			continue
-		}
-		ri := request.Info{Group: attrs.Group, Version: res.GVK.Version, Namespace: attrs.Namespace, Resource: attrs.Resource,
-			Name: attrs.Name, Subresource: attrs.Subresource, Verb: attrs.Verb}
-		return s.authorize(r, res, ri) == nil
-	}
-	return false
 }
 
 // setPodScheduled marks the pod's PodScheduled condition True.

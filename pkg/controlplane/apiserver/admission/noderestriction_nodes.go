@@ -1,4 +1,4 @@
-package apiserver
+package admission
 
 import (
 	"slices"
@@ -17,48 +17,48 @@ import (
 // pod CIDRs to it; only the node IPAM controller assigns them). Upstream
 // does not guard podCIDR (its registry only keeps a set one from
 // changing): that check is ours.
-func restrictNodeNode(node string, a *attributes) error {
-	requested := a.name
-	if a.op == admissionv1.Create {
-		requested = a.objectName() // a create names the node in its body
+func restrictNodeNode(node string, a *Attributes) error {
+	requested := a.Name
+	if a.Operation == admissionv1.Create {
+		requested = a.ObjectName() // a create names the node in its body
 	}
 	if requested != node {
-		return admissionForbidden(a, "node %q is not allowed to modify node %q", node, requested)
+		return forbidden(a, "node %q is not allowed to modify node %q", node, requested)
 	}
-	switch a.op {
+	switch a.Operation {
 	case admissionv1.Create:
-		n := a.obj.(*v1.Node)
+		n := a.Object.(*v1.Node)
 		if n.Spec.ConfigSource != nil {
-			return admissionForbidden(a, "node %q is not allowed to create pods with a non-nil configSource", node) // sic
+			return forbidden(a, "node %q is not allowed to create pods with a non-nil configSource", node) // sic
 		}
 		if bad := forbiddenNodeLabels(n.Labels, nil); len(bad) > 0 {
-			return admissionForbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
+			return forbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
 		if n.Spec.PodCIDR != "" || len(n.Spec.PodCIDRs) > 0 {
-			return admissionForbidden(a, "node %q is not allowed to set podCIDR", node)
+			return forbidden(a, "node %q is not allowed to set podCIDR", node)
 		}
 	case admissionv1.Update:
-		return restrictNodeUpdate(node, a, a.obj.(*v1.Node), a.old.(*v1.Node))
+		return restrictNodeUpdate(node, a, a.Object.(*v1.Node), a.OldObject.(*v1.Node))
 	}
 	return nil
 }
 
-func restrictNodeUpdate(node string, a *attributes, n, old *v1.Node) error {
+func restrictNodeUpdate(node string, a *Attributes, n, old *v1.Node) error {
 	// A nil configSource is let through: old kubelets drop the field.
 	if n.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(n.Spec.ConfigSource, old.Spec.ConfigSource) {
-		return admissionForbidden(a, "node %q is not allowed to update configSource to a new non-nil configSource", node)
+		return forbidden(a, "node %q is not allowed to update configSource to a new non-nil configSource", node)
 	}
 	if !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
-		return admissionForbidden(a, "node %q is not allowed to modify taints", node)
+		return forbidden(a, "node %q is not allowed to modify taints", node)
 	}
 	if !apiequality.Semantic.DeepEqual(n.OwnerReferences, old.OwnerReferences) {
-		return admissionForbidden(a, "node %q is not allowed to modify ownerReferences", node)
+		return forbidden(a, "node %q is not allowed to modify ownerReferences", node)
 	}
 	if n.Spec.PodCIDR != old.Spec.PodCIDR || !slices.Equal(n.Spec.PodCIDRs, old.Spec.PodCIDRs) {
-		return admissionForbidden(a, "node %q is not allowed to modify podCIDR", node)
+		return forbidden(a, "node %q is not allowed to modify podCIDR", node)
 	}
 	if bad := forbiddenNodeLabels(n.Labels, old.Labels); len(bad) > 0 {
-		return admissionForbidden(a, "is not allowed to modify labels: %s", strings.Join(bad, ", "))
+		return forbidden(a, "is not allowed to modify labels: %s", strings.Join(bad, ", "))
 	}
 	return nil
 }
@@ -139,16 +139,16 @@ func inDomain(ns, domain string) bool {
 }
 
 // restrictNodeLease: only the node's own lease, in kube-node-lease.
-func restrictNodeLease(node string, a *attributes) error {
-	if a.namespace != v1.NamespaceNodeLease {
-		return admissionForbidden(a, "can only access leases in the %q system namespace", v1.NamespaceNodeLease)
+func restrictNodeLease(node string, a *Attributes) error {
+	if a.Namespace != v1.NamespaceNodeLease {
+		return forbidden(a, "can only access leases in the %q system namespace", v1.NamespaceNodeLease)
 	}
-	name := a.name
-	if a.op == admissionv1.Create {
-		name = a.objectName()
+	name := a.Name
+	if a.Operation == admissionv1.Create {
+		name = a.ObjectName()
 	}
 	if name != node {
-		return admissionForbidden(a, "can only access node lease with the same name as the requesting node")
+		return forbidden(a, "can only access node lease with the same name as the requesting node")
 	}
 	return nil
 }

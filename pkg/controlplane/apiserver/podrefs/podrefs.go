@@ -1,18 +1,18 @@
-package apiserver
+package podrefs
 
 import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// podAPIReference names the first kind of API object a mirror pod may not
+// APIReference names the first kind of API object a mirror pod may not
 // refer to (NodeRestriction's order), or "".
-func podAPIReference(pod *v1.Pod) string {
+func APIReference(pod *v1.Pod) string {
 	switch {
 	case pod.Spec.ServiceAccountName != "":
 		return "a service account"
-	case len(podSecretNames(pod)) > 0:
+	case len(SecretNames(pod)) > 0:
 		return "secrets"
-	case len(podConfigMapNames(pod)) > 0:
+	case len(ConfigMapNames(pod)) > 0:
 		return "configmaps"
 	}
 	for _, vol := range pod.Spec.Volumes {
@@ -33,10 +33,10 @@ func podAPIReference(pod *v1.Pod) string {
 	return ""
 }
 
-// podSecretNames lists the secrets a pod refers to, where upstream's
+// SecretNames lists the secrets a pod refers to, where upstream's
 // podutil.VisitPodSecretNames looks: image pull secrets, every
 // container's env and envFrom, and the volume sources with secrets.
-func podSecretNames(pod *v1.Pod) []string {
+func SecretNames(pod *v1.Pod) []string {
 	var names []string
 	add := func(n string) {
 		if n != "" {
@@ -46,7 +46,7 @@ func podSecretNames(pod *v1.Pod) []string {
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		add(ref.Name)
 	}
-	for _, c := range podContainersAll(pod) {
+	for _, c := range containersAll(pod) {
 		for _, e := range c.EnvFrom {
 			if e.SecretRef != nil {
 				add(e.SecretRef.Name)
@@ -104,16 +104,16 @@ func volumeSecretNames(src *v1.VolumeSource) []string {
 	return names
 }
 
-// podConfigMapNames lists the config maps a pod refers to, as upstream's
+// ConfigMapNames lists the config maps a pod refers to, as upstream's
 // podutil.VisitPodConfigmapNames.
-func podConfigMapNames(pod *v1.Pod) []string {
+func ConfigMapNames(pod *v1.Pod) []string {
 	var names []string
 	add := func(n string) {
 		if n != "" {
 			names = append(names, n)
 		}
 	}
-	for _, c := range podContainersAll(pod) {
+	for _, c := range containersAll(pod) {
 		for _, e := range c.EnvFrom {
 			if e.ConfigMapRef != nil {
 				add(e.ConfigMapRef.Name)
@@ -140,10 +140,10 @@ func podConfigMapNames(pod *v1.Pod) []string {
 	return names
 }
 
-// podContainersAll is every container of the pod, ephemeral ones included
+// containersAll is every container of the pod, ephemeral ones included
 // (their env can name secrets too).
-func podContainersAll(pod *v1.Pod) []v1.Container {
-	all := allPodContainers(pod)
+func containersAll(pod *v1.Pod) []v1.Container {
+	all := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, e := range pod.Spec.EphemeralContainers {
 		all = append(all, v1.Container(e.EphemeralContainerCommon))
 	}

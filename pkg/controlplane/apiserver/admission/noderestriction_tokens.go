@@ -1,4 +1,4 @@
-package apiserver
+package admission
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
@@ -18,13 +19,13 @@ import (
 // that a node cannot mint tokens that outlive the pods it runs, and be for
 // an audience that pod's volumes use (upstream's
 // ServiceAccountNodeAudienceRestriction, on by default).
-func (s *Server) restrictNodeToken(ctx context.Context, u request.User, node string, a *attributes) error {
-	if a.op != admissionv1.Create || a.subresource != "token" {
+func (p *NodeRestriction) restrictNodeToken(ctx context.Context, u request.User, node string, a *Attributes) error {
+	if a.Operation != admissionv1.Create || a.Subresource != "token" {
 		return nil
 	}
-	tr, ok := a.obj.(*authnv1.TokenRequest)
+	tr, ok := a.Object.(*authnv1.TokenRequest)
 	if !ok {
-		return tokenForbidden(a, "unexpected type %T", a.obj)
+		return tokenForbidden(a, "unexpected type %T", a.Object)
 	}
 	ref := tr.Spec.BoundObjectRef
 	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
@@ -33,14 +34,13 @@ func (s *Server) restrictNodeToken(ctx context.Context, u request.User, node str
 	if ref.UID == "" {
 		return tokenForbidden(a, "node requested token with a pod binding without a uid")
 	}
-	obj, err := s.store("/v1/pods").Get(ctx, a.namespace, ref.Name)
+	pod, err := p.Pods.GetPod(ctx, a.Namespace, ref.Name)
 	if apierrors.IsNotFound(err) {
 		return err
 	}
 	if err != nil {
 		return tokenForbidden(a, "%w", err)
 	}
-	pod := obj.(*v1.Pod)
 	if ref.UID != pod.UID {
 		return tokenForbidden(a, "the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID)
 	}
@@ -55,8 +55,10 @@ func (s *Server) restrictNodeToken(ctx context.Context, u request.User, node str
 // Upstream also accepts the audiences of CSI drivers the pod uses, and
 // whatever RBAC grants the node (verb request-serviceaccounts-token-audience);
 // this server serves no CSIDriver objects and, without RBAC, grants that
-// verb to system:masters only.
-func checkNodeTokenAudience(u request.User, a *attributes, tr *authnv1.TokenRequest, pod *v1.Pod) error {
+// verb to system:masters only. (With RBAC, this asks the authorizer for
+// that verb, the audience as the resource and the service account as the
+// name, as upstream does.)
+func checkNodeTokenAudience(u request.User, a *Attributes, tr *authnv1.TokenRequest, pod *v1.Pod) error {
 	audience := ""
 	switch len(tr.Spec.Audiences) {
 	case 0:
@@ -65,7 +67,7 @@ func checkNodeTokenAudience(u request.User, a *attributes, tr *authnv1.TokenRequ
 	default:
 		return tokenForbidden(a, "node may only request 0 or 1 audiences")
 	}
-	if podUsesAudience(pod, audience) || isMaster(u) {
+	if podUsesAudience(pod, audience) || authz.IsMaster(u) {
 		return nil
 	}
 	return tokenForbidden(a, "audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", audience, u.Name)
@@ -87,6 +89,6 @@ func podUsesAudience(pod *v1.Pod, audience string) bool {
 
 // tokenForbidden names the service account of the URL, as upstream's
 // admission errors name the request's object.
-func tokenForbidden(a *attributes, format string, args ...any) error {
-	return apierrors.NewForbidden(groupResource(a.res), a.name, fmt.Errorf(format, args...))
+func tokenForbidden(a *Attributes, format string, args ...any) error {
+	return apierrors.NewForbidden(a.GroupResource(), a.Name, fmt.Errorf(format, args...))
 }

@@ -1,4 +1,4 @@
-package apiserver
+package admission
 
 import (
 	"context"
@@ -16,16 +16,31 @@ import (
 	pspolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
-// newPodSecurity builds upstream's PodSecurity admission (the library the
-// built-in kube-apiserver plugin delegates to) with the default
+// PodSecurity is upstream's plugin of that name, a validating one: it
+// runs upstream's PodSecurity admission library (the one the built-in
+// kube-apiserver plugin delegates to).
+type PodSecurity struct {
+	lib *psadmission.Admission
+}
+
+var _ ValidationInterface = (*PodSecurity)(nil)
+
+// Name is the plugin's upstream name.
+func (*PodSecurity) Name() string { return PodSecurityName }
+
+// Handles: creates and updates.
+func (*PodSecurity) Handles(op admissionv1.Operation) bool {
+	return op == admissionv1.Create || op == admissionv1.Update
+}
+
+// NewPodSecurity builds the plugin on upstream's library with the default
 // configuration: privileged unless namespace labels say otherwise, no
 // exemptions. Pods are enforced; workload resources (deployments, replica
 // sets) only get warnings, and namespace label changes are validated and
 // checked against the namespace's pods.
-func newPodSecurity(s *Server) (*psadmission.Admission, error) {
+func NewPodSecurity(namespaces NamespaceGetter, pods PodLister) (*PodSecurity, error) {
 	cfg, err := psload.LoadFromData(nil)
 	if err != nil {
 		return nil, fmt.Errorf("pod security configuration: %w", err)
@@ -39,8 +54,8 @@ func newPodSecurity(s *Server) (*psadmission.Admission, error) {
 		Evaluator:        evaluator,
 		Metrics:          noPodSecurityMetrics{},
 		PodSpecExtractor: psadmission.DefaultPodSpecExtractor{},
-		NamespaceGetter:  podSecurityNamespaces{s},
-		PodLister:        podSecurityPods{s},
+		NamespaceGetter:  namespaces,
+		PodLister:        pods,
 	}
 	if err := a.CompleteConfiguration(); err != nil {
 		return nil, fmt.Errorf("pod security: %w", err)
@@ -48,21 +63,21 @@ func newPodSecurity(s *Server) (*psadmission.Admission, error) {
 	if err := a.ValidateConfiguration(); err != nil {
 		return nil, fmt.Errorf("pod security: %w", err)
 	}
-	return a, nil
+	return &PodSecurity{lib: a}, nil
 }
 
-// checkPodSecurity is the built-in plugin's Validate: namespaces, pods and
+// Validate is the built-in plugin's Validate: namespaces, pods and
 // resources with a pod template; warnings go to the Warning header.
-func (s *Server) checkPodSecurity(ctx context.Context, a *attributes) error {
-	gr := groupResource(a.res)
-	if gr != v1.Resource("pods") && gr != v1.Resource("namespaces") && !s.podSecurity.PodSpecExtractor.HasPodSpec(gr) {
+func (p *PodSecurity) Validate(ctx context.Context, a *Attributes) error {
+	gr := a.GroupResource()
+	if gr != v1.Resource("pods") && gr != v1.Resource("namespaces") && !p.lib.PodSpecExtractor.HasPodSpec(gr) {
 		return nil
 	}
 	user, _ := request.UserFrom(ctx)
-	name := a.objectName()
-	resp := s.podSecurity.Validate(ctx, &psapi.AttributesRecord{
-		Name: name, Namespace: a.namespace, Kind: a.res.GVK, Resource: a.res.GroupVersionResource(),
-		Subresource: a.subresource, Operation: a.op, Object: a.obj, OldObject: a.old, Username: user.Name,
+	name := a.ObjectName()
+	resp := p.lib.Validate(ctx, &psapi.AttributesRecord{
+		Name: name, Namespace: a.Namespace, Kind: a.Resource.GVK, Resource: a.Resource.GroupVersionResource(),
+		Subresource: a.Subresource, Operation: a.Operation, Object: a.Object, OldObject: a.OldObject, Username: user.Name,
 	})
 	for _, w := range resp.Warnings {
 		request.AddWarning(ctx, w)
@@ -95,31 +110,6 @@ func podSecurityError(gr schema.GroupResource, name string, resp *admissionv1.Ad
 		err.ErrStatus.Code = r.Code
 	}
 	return err
-}
-
-// podSecurityNamespaces reads namespaces for the library: the watch cache,
-// then etcd for one created a moment ago.
-type podSecurityNamespaces struct{ s *Server }
-
-func (n podSecurityNamespaces) GetNamespace(ctx context.Context, name string) (*v1.Namespace, error) {
-	return n.s.getNamespace(ctx, name)
-}
-
-// podSecurityPods lists a namespace's pods when its enforce label is
-// tightened. Upstream reads its informer; a consistent read costs little
-// here (label changes are rare) and also sees a pod created a moment ago.
-type podSecurityPods struct{ s *Server }
-
-func (p podSecurityPods) ListPods(ctx context.Context, ns string) ([]*v1.Pod, error) {
-	list, err := p.s.store("/v1/pods").List(ctx, ns, storage.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list pods in %s: %w", ns, err)
-	}
-	pods := make([]*v1.Pod, 0, len(list.Items))
-	for _, obj := range list.Items {
-		pods = append(pods, obj.(*v1.Pod))
-	}
-	return pods, nil
 }
 
 // noPodSecurityMetrics drops the library's evaluation counters: the API

@@ -1,17 +1,10 @@
-package apiserver
+package authz
 
 import (
 	"context"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
-)
-
-const (
-	pvcResource = "/v1/persistentvolumeclaims"
-	pvResource  = "/v1/persistentvolumes"
 )
 
 // The node authorizer's rule for volumes, on upstream's graph
@@ -20,30 +13,29 @@ const (
 // writes and subresources (claim status) are refused: the agent only
 // reads them to mount.
 
-func (s *Server) nodeMayGetClaim(ctx context.Context, node string, ri request.Info) bool {
-	if ri.Verb != "get" || ri.Subresource != "" {
+func (z *NodeAuthorizer) nodeMayGetClaim(ctx context.Context, node string, a Attributes) bool {
+	if a.Verb != "get" || a.Subresource != "" {
 		return false
 	}
-	return slices.Contains(s.nodeClaimNames(ctx, node, ri.Namespace), ri.Name)
+	return slices.Contains(z.nodeClaimNames(ctx, node, a.Namespace), a.Name)
 }
 
-func (s *Server) nodeMayGetVolume(ctx context.Context, node string, ri request.Info) bool {
-	if ri.Verb != "get" || ri.Subresource != "" {
+func (z *NodeAuthorizer) nodeMayGetVolume(ctx context.Context, node string, a Attributes) bool {
+	if a.Verb != "get" || a.Subresource != "" {
 		return false
 	}
-	list, err := s.store(pvcResource).List(ctx, "", storageListAll(nil))
+	claims, err := z.Claims.ListClaims(ctx)
 	if err != nil {
 		return false
 	}
 	claimsByNS := map[string][]string{}
-	for _, obj := range list.Items {
-		pvc := obj.(*v1.PersistentVolumeClaim)
-		if pvc.Spec.VolumeName != ri.Name {
+	for _, pvc := range claims {
+		if pvc.Spec.VolumeName != a.Name {
 			continue
 		}
 		names, seen := claimsByNS[pvc.Namespace]
 		if !seen {
-			names = s.nodeClaimNames(ctx, node, pvc.Namespace)
+			names = z.nodeClaimNames(ctx, node, pvc.Namespace)
 			claimsByNS[pvc.Namespace] = names
 		}
 		if slices.Contains(names, pvc.Name) {
@@ -54,14 +46,14 @@ func (s *Server) nodeMayGetVolume(ctx context.Context, node string, ri request.I
 }
 
 // nodeClaimNames lists the claims the node's pods in ns use.
-func (s *Server) nodeClaimNames(ctx context.Context, node, ns string) []string {
-	list, err := s.store("/v1/pods").List(ctx, ns, storageListAll(nil))
+func (z *NodeAuthorizer) nodeClaimNames(ctx context.Context, node, ns string) []string {
+	pods, err := z.Pods.ListPods(ctx, ns)
 	if err != nil {
 		return nil
 	}
 	var names []string
-	for _, obj := range list.Items {
-		if pod := obj.(*v1.Pod); pod.Spec.NodeName == node {
+	for _, pod := range pods {
+		if pod.Spec.NodeName == node {
 			names = append(names, podClaimNames(pod)...)
 		}
 	}

@@ -1,0 +1,160 @@
+package authz
+
+import (
+	"context"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
+)
+
+// PodReader reads pods as the node authorizer needs them: one pod (the
+// store's errors unchanged: NotFound is told apart) and a namespace's pods.
+type PodReader interface {
+	GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	ListPods(ctx context.Context, namespace string) ([]*v1.Pod, error)
+}
+
+// ClaimLister lists the persistent volume claims of every namespace.
+type ClaimLister interface {
+	ListClaims(ctx context.Context) ([]*v1.PersistentVolumeClaim, error)
+}
+
+var (
+	readVerbs  = map[string]bool{"get": true, "list": true, "watch": true}
+	writeVerbs = map[string]bool{"create": true, "update": true, "patch": true}
+)
+
+// NodeAuthorizer is the node authorizer with the system:node rules: a
+// node reads cluster-wide what an agent needs (nodes, services,
+// endpoints, namespaces), sees only the pods bound to it and reads only
+// the secrets, config maps, claims and volumes those pods use. Writes of
+// nodes, leases and pods pass here as upstream's rules let them; the
+// NodeRestriction admission narrows them to the node's own objects. It
+// allows or has no opinion, never denies; non-resource requests and
+// other users are not its business.
+type NodeAuthorizer struct {
+	Pods   PodReader
+	Claims ClaimLister
+}
+
+// Authorize allows what the node's rules allow.
+func (z *NodeAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	node, ok := NodeName(a.User)
+	if !ok || !a.IsResourceRequest() || !z.allows(ctx, node, a) {
+		return DecisionNoOpinion, "", nil
+	}
+	return DecisionAllow, "", nil
+}
+
+func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) bool {
+	res := a.Resource
+	switch res.GVK.Group + "/" + res.Plural {
+	case "/nodes":
+		// Not nodes/proxy (the kubelet API of any node), as upstream.
+		return a.Subresource != "proxy" && (readVerbs[a.Verb] || writeVerbs[a.Verb] || a.Name == node)
+	case "coordination.k8s.io/leases":
+		return writeVerbs[a.Verb] || a.Verb == "delete" || (a.Namespace == v1.NamespaceNodeLease && a.Name == node)
+	case "/events", "events.k8s.io/events":
+		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
+	case "/services", "/endpoints", "/namespaces":
+		return readVerbs[a.Verb]
+	case "discovery.k8s.io/endpointslices":
+		// Upstream's system:node-proxier role: the agent's service proxy
+		// runs with the node's credential (on a real cluster, bind that
+		// role to the system:nodes group).
+		return readVerbs[a.Verb]
+	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/subjectaccessreviews":
+		return true // agents authorize requests to their kubelet API with these
+	case "/pods":
+		return z.nodeMayAccessPod(ctx, node, a)
+	case "/serviceaccounts":
+		// Tokens for the service accounts of the node's pods (projected volumes).
+		return a.Subresource == "token" && a.Verb == "create" && z.nodeRunsServiceAccount(ctx, node, a.Namespace, a.Name)
+	case "/secrets", "/configmaps":
+		return a.Verb == "get" && z.usedByNodePod(ctx, node, res.Plural, a.Namespace, a.Name)
+	case "/persistentvolumeclaims":
+		return z.nodeMayGetClaim(ctx, node, a)
+	case "/persistentvolumes":
+		return z.nodeMayGetVolume(ctx, node, a)
+	case "certificates.k8s.io/certificatesigningrequests":
+		// Serving (and client) certificates for itself; what it may ask
+		// for is the approver's and signer's business, as upstream.
+		return a.Subresource == "" && (a.Verb == "create" || readVerbs[a.Verb])
+	}
+	return false
+}
+
+// nodeMayAccessPod: lists and watches only with spec.nodeName=<node>,
+// reads of one pod only when it is bound to the node. Creates (mirror
+// pods, evictions), deletes and status writes pass as upstream's rules
+// let them, for NodeRestriction to narrow; the pod itself is not
+// updated by nodes, and no other subresource is theirs to read or write
+// (ephemeral containers are a user's debugging tool, log and exec the
+// node's own API).
+func (z *NodeAuthorizer) nodeMayAccessPod(ctx context.Context, node string, a Attributes) bool {
+	switch a.Verb {
+	case "list", "watch":
+		sel, err := fields.ParseSelector(a.FieldSelector)
+		if err != nil {
+			return false
+		}
+		v, ok := sel.RequiresExactMatch("spec.nodeName")
+		return ok && v == node
+	case "create":
+		return a.Subresource == "" || a.Subresource == "eviction"
+	case "delete":
+		return a.Subresource == ""
+	case "update", "patch":
+		return a.Subresource == "status"
+	}
+	if a.Subresource != "" {
+		return false
+	}
+	pod, err := z.Pods.GetPod(ctx, a.Namespace, a.Name)
+	if err != nil {
+		return apierrors.IsNotFound(err) && a.Verb == "get" // let the 404 through
+	}
+	return pod.Spec.NodeName == node
+}
+
+// usedByNodePod reports whether a pod bound to the node refers to the
+// secret or config map (volumes, env, envFrom, image pull secrets).
+func (z *NodeAuthorizer) usedByNodePod(ctx context.Context, node, kind, ns, name string) bool {
+	pods, err := z.Pods.ListPods(ctx, ns)
+	if err != nil {
+		return false
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == node && podRefers(pod, kind, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (z *NodeAuthorizer) nodeRunsServiceAccount(ctx context.Context, node, ns, name string) bool {
+	pods, err := z.Pods.ListPods(ctx, ns)
+	if err != nil {
+		return false
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == node && pod.Spec.ServiceAccountName == name {
+			return true
+		}
+	}
+	return false
+}
+
+// podRefers reports whether the pod names the secret or config map
+// (kind "secrets" or "configmaps") anywhere.
+func podRefers(pod *v1.Pod, kind, name string) bool {
+	names := podrefs.ConfigMapNames(pod)
+	if kind == "secrets" {
+		names = podrefs.SecretNames(pod)
+	}
+	return slices.Contains(names, name)
+}
