@@ -1,5 +1,5 @@
 # nodeagent build and development targets.
-#   make run                    set up this host (packages, containerd, pause image) and run the agent
+#   make run                    set up this host (packages, containerd, pause image) and run the server and its agent
 #   make test                   every test: vet, unit tests, end-to-end tests on a dedicated containerd
 #   make bench                  pod start figures: the agent beside the raw CRI floor, RSS and CPU
 #   make setup                  install packages, build the pause binary and the image archives

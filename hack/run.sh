@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: starts containerd (the "main" instance, standard socket) if it
 # does not answer, installs the example config and manifests if absent, and
-# runs the agent in the foreground. Ctrl-C stops the agent; pods keep running.
+# runs `nodeagent server` in the foreground: the bundled control plane and
+# this host's agent joined to it. Ctrl-C stops both; pods keep running.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -1,5 +1,6 @@
-// Command nodeagent is the node agent (kubelet role) and, later, the
-// bundled control plane. This file holds cobra wiring only.
+// Command nodeagent is the node agent (kubelet role, `nodeagent agent`)
+// and the bundled control plane with this host's agent (`nodeagent
+// server`, pkg/allinone). This package holds cobra wiring only.
 package main
 
 import (
