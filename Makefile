@@ -1,11 +1,11 @@
 # nodeagent build and development targets.
-#   make run                    set up this host (packages, containerd, pause image) and run the agent
+#   make run                    set up this host (packages, containerd, pause image) and run the server and its agent
 #   make test                   every test: vet, unit tests, end-to-end tests on a dedicated containerd
 #   make bench                  pod start figures: the agent beside the raw CRI floor, RSS and CPU
 #   make setup                  install packages, build the pause binary and the image archives
-#   make build                  build _output/bin/nodeagent
+#   make build                  build _output/bin/nodeagent (also upstream kubectl: `nodeagent kubectl`)
 #   make crictl                 build crictl into _output/bin (to look at pods the way users do)
-#   make kubectl                build upstream kubectl (k8s.io/kubectl) into _output/bin
+#   make kubectl                link _output/bin/kubectl to nodeagent (run as kubectl, it is kubectl)
 #   make containerd-test-start  start the "test" containerd instance (hack/containerd.sh)
 #   make containerd-test-stop   stop it
 
@@ -13,7 +13,7 @@ GO ?= go
 BIN := _output/bin
 CRICTL_VERSION := v1.37.0
 
-.PHONY: run test test-unit test-e2e bench lint setup build crictl containerd-test-start containerd-test-stop
+.PHONY: run test test-unit test-e2e bench lint setup build crictl kubectl containerd-test-start containerd-test-stop
 
 run: setup build crictl kubectl
 	bash hack/run.sh
@@ -37,16 +37,19 @@ bench: setup
 setup:
 	GO=$(GO) bash hack/setup.sh
 
-build:
-	$(GO) build -o $(BIN)/nodeagent ./cmd/nodeagent
+# The bundled kubectl's version, as release builds of kubectl stamp it
+# (test/framework.KubectlVersion stamps the same into the tests' builds).
+KUBECTL_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=v1.37.2 -X $(p).gitMajor=1 -X $(p).gitMinor=37)
 
+build:
+	$(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
+
+# crictl stays a separate build: sigs.k8s.io/cri-tools has its command in package main (cmd/crictl), which Go cannot import.
 crictl:
 	@test -x $(BIN)/crictl || GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 
-KUBECTL_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=v1.37.2 -X $(p).gitMajor=1 -X $(p).gitMinor=37)
-
-kubectl:
-	$(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(BIN)/kubectl ./test/kubectl
+kubectl: build
+	ln -sfn nodeagent $(BIN)/kubectl
 
 containerd-test-start:
 	bash hack/containerd.sh start test

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: starts containerd (the "main" instance, standard socket) if it
 # does not answer, installs the example config and manifests if absent, and
-# runs the agent in the foreground. Ctrl-C stops the agent; pods keep running.
+# runs `nodeagent server` in the foreground: the bundled control plane and
+# this host's agent joined to it. Ctrl-C stops both; pods keep running.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -25,11 +26,11 @@ cat <<TXT
 nodeagent server is starting: etcd (embedded), the API server, the scheduler,
 the controllers, and this host's node agent joined to it.
   API server     https://127.0.0.1:6443  (data, PKI and etcd in /var/lib/nodeagent)
-  kubectl        export KUBECONFIG=/var/lib/nodeagent/admin.kubeconfig   ($ROOT/_output/bin/kubectl is upstream's)
-                 kubectl get nodes
-                 kubectl create deployment web --image=localhost/nodeagent/busybox:1 -- httpd -f -p 8080
-                 kubectl get pods -o wide          (pod IPs from the node's pod CIDR, 10.244.0.0/24)
-                 kubectl expose deployment web --port 80 --target-port 8080
+  kubectl        $ROOT/_output/bin/nodeagent kubectl get nodes   (upstream kubectl; default kubeconfig
+                 /var/lib/nodeagent/admin.kubeconfig; $ROOT/_output/bin/kubectl links to it)
+                 nodeagent kubectl create deployment web --image=localhost/nodeagent/busybox:1 -- httpd -f -p 8080
+                 nodeagent kubectl get pods -o wide          (pod IPs from the node's pod CIDR, 10.244.0.0/24)
+                 nodeagent kubectl expose deployment web --port 80 --target-port 8080
                  curl http://<the service's CLUSTER-IP>/   (the agent's service proxy, nftables table ip nodeagent-proxy)
   agent config   /etc/nodeagent/config.yaml  (KubeletConfiguration)
   manifests      /etc/nodeagent/manifests    (static pods; they appear in the API as mirror pods)

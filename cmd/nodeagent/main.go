@@ -1,5 +1,8 @@
-// Command nodeagent is the node agent (kubelet role) and, later, the
-// bundled control plane. This file holds cobra wiring only.
+// Command nodeagent is the node agent (kubelet role, `nodeagent agent`)
+// and the bundled control plane with this host's agent (`nodeagent
+// server`, pkg/allinone). It is also upstream kubectl (`nodeagent
+// kubectl`, or run as kubectl: pkg/multicall). This package holds cobra
+// wiring only.
 package main
 
 import (
@@ -11,12 +14,24 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/component-base/metrics"
 
 	"github.com/nodeagent/nodeagent/pkg/agent"
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/multicall"
 )
 
 func main() {
+	// Before cobra: kubectl parses its own flags.
+	if args, ok := multicall.KubectlArgs(os.Args); ok {
+		multicall.RunKubectl(args)
+	}
+	// The build stamps the bundled kubectl's version into
+	// k8s.io/component-base/version. Its metrics registries would hide
+	// the agent's and the server's metrics deprecated before that
+	// version: they keep the unversioned build's view (nothing hidden).
+	metrics.BuildVersion = func() apimachineryversion.Info { return apimachineryversion.Info{GitVersion: "v0.0.0"} }
 	if err := rootCmd().Execute(); err != nil {
 		os.Exit(1)
 	}
@@ -29,8 +44,19 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(agentCmd(), serverCmd(), versionCmd())
+	root.AddCommand(agentCmd(), serverCmd(), kubectlCmd(), versionCmd())
 	return root
+}
+
+// kubectlCmd lists `nodeagent kubectl` in the help; main dispatches it
+// before cobra parses anything.
+func kubectlCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "kubectl",
+		Short:              "Run upstream kubectl (default kubeconfig: the server's admin.kubeconfig when readable)",
+		DisableFlagParsing: true,
+		Run:                func(_ *cobra.Command, args []string) { multicall.RunKubectl(args) },
+	}
 }
 
 func versionCmd() *cobra.Command {

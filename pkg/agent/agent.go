@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -181,17 +180,19 @@ type parts struct {
 	log              *slog.Logger
 }
 
+// runComponents runs the agent's components in one errgroup until ctx
+// ends (nil: a clean shutdown, pods keep running) or the first of them
+// fails or stops (its outcome). Every component has returned when it
+// does: kubenet and the service proxy, which write routes and nftables
+// rules, do not outlive Run, and the pod manager, the PLEG and the log
+// rotation finish their CRI calls before Run closes the runtime
+// connection.
 func runComponents(ctx context.Context, o Options, p parts) error {
 	cfg, mgr, rt, api, nodeName, log := o.Config, p.mgr, p.rt, p.api, p.nodeName, p.log
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Room for every component's one outcome: no sender ever blocks, also
-	// after runComponents stopped reading.
-	errc := make(chan error, 16)
-	// joined are the components runComponents waits for when it returns
-	// (besides the pod manager and log rotation): they write routes and
-	// nftables rules, which must not outlive Run.
-	var joined sync.WaitGroup
+	c := newComponents(ctx)
+	gctx := c.ctx
+	// A set-up error below stops and waits for what was started already.
+	defer c.shutdown()
 
 	file := make(chan []*v1.Pod, 1)
 	if cfg.StaticPodPath == "" {
@@ -204,38 +205,24 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		if err != nil {
 			return err
 		}
-		go func() { errc <- src.Run(ctx, file) }()
+		c.run("", func() error { return src.Run(gctx, file) })
 	}
 	pods := file // standalone: the static pods are the desired set
 	if api != nil {
 		merged := make(chan []*v1.Pod, 1)
-		go func() { errc <- wrapServe("API client", api.Run(ctx, file, merged)) }()
+		c.run("API client", func() error { return api.Run(gctx, file, merged) })
 		pods = merged
 	}
 	events := make(chan types.UID, 256)
 	pleg := runtime.NewPLEG(rt, plegPeriod, log)
 	pleg.Relisted, pleg.Listed = p.metrics.PLEGRelisted, p.metrics.PLEGListed
-	go pleg.Run(ctx, events)
-	rotationDone, err := startLogRotation(ctx, cfg, rt, log)
+	c.helper(func() { pleg.Run(gctx, events) })
+	rotation, err := newLogRotation(cfg, rt, log)
 	if err != nil {
 		return err
 	}
-	mgrDone := make(chan struct{})
-	go func() {
-		defer close(mgrDone)
-		if err := mgr.Run(ctx, pods, events); err != nil {
-			errc <- err
-		}
-	}()
-	// Stop in reverse order: cancel, then wait for the joined components,
-	// and for the workers and the log rotation to finish their CRI calls
-	// before the caller closes the runtime connection.
-	defer func() {
-		cancel()
-		joined.Wait()
-		<-mgrDone
-		<-rotationDone
-	}()
+	c.helper(func() { _ = rotation.Run(gctx) }) // nil once ctx ends
+	c.run("", func() error { return mgr.Run(gctx, pods, events) })
 
 	health := func() error {
 		if err := pleg.Healthy(); err != nil {
@@ -245,70 +232,48 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	}
 	if port := *cfg.ReadOnlyPort; port != 0 {
 		addr := net.JoinHostPort(cfg.ReadOnlyAddress(), strconv.Itoa(int(port)))
-		if _, done, err := server.Serve(ctx, addr, server.Handler(mgr, health), log); err != nil {
+		_, done, err := server.Serve(gctx, addr, server.Handler(mgr, health), log)
+		if err != nil {
 			return err
-		} else {
-			go func() { errc <- wrapServe("read-only server", <-done) }()
 		}
+		c.run("read-only server", func() error { return <-done })
 	}
 	if port := *cfg.HealthzPort; port != 0 {
 		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(port)))
-		if _, done, err := server.Serve(ctx, addr, server.HealthzHandler(health), log); err != nil {
+		_, done, err := server.Serve(gctx, addr, server.HealthzHandler(health), log)
+		if err != nil {
 			return err
-		} else {
-			go func() { errc <- wrapServe("healthz server", <-done) }()
 		}
+		c.run("healthz server", func() error { return <-done })
 	}
 	if p.kubenet != nil {
-		goJoined(&joined, errc, "kubenet", func() error { return p.kubenet.Run(ctx) })
+		c.run("kubenet", func() error { return p.kubenet.Run(gctx) })
 	}
 	if runProxy, err := newServiceProxy(o, p.rc, p.metrics, log); err != nil {
 		return err
 	} else if runProxy != nil {
-		goJoined(&joined, errc, "service proxy", func() error { return runProxy(ctx) })
+		c.run("service proxy", func() error { return runProxy(gctx) })
 	}
-	if done, err := startNodeAPI(ctx, o, p, health); err != nil {
+	if done, err := startNodeAPI(gctx, o, p, health); err != nil {
 		return err
 	} else if done != nil {
-		go func() { errc <- wrapServe("node API server", <-done) }()
+		c.run("node API server", func() error { return <-done })
 	}
-	go func() {
+	c.helper(func() {
 		select {
 		case <-mgr.Ready():
 			log.Info("first sync done")
 			if err := notifySystemd("READY=1"); err != nil {
 				log.Warn("notify systemd", "err", err)
 			}
-		case <-ctx.Done():
-		}
-	}()
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down; pods keep running")
-		return nil
-	case err := <-errc:
-		return err
-	}
-}
-
-// goJoined runs fn on a goroutine wg counts and sends its outcome to
-// errc, as the other components do. The send never blocks (errc has room
-// for every component, and a full one drops the outcome: the caller reads
-// only the first), so wg.Wait never hangs on it.
-func goJoined(wg *sync.WaitGroup, errc chan<- error, what string, fn func() error) {
-	wg.Go(func() {
-		select {
-		case errc <- wrapServe(what, fn()):
-		default:
+		case <-gctx.Done():
 		}
 	})
-}
-
-func wrapServe(what string, err error) error {
-	if err == nil {
-		return nil
+	<-gctx.Done()
+	if ctx.Err() != nil {
+		log.Info("shutting down; pods keep running")
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return c.wait()
 }
 
 // connectRuntime dials the CRI endpoint and waits until it answers, so a

@@ -3,49 +3,75 @@ package agent
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// A joined component has returned, its last write done, by the time
-// Wait does, and its outcome reaches errc.
-func TestGoJoined(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
+// The first component error ends the agent: the others are stopped and
+// have returned, their last writes done, by the time wait does, and their
+// outcomes during the shutdown do not count.
+func TestComponentsFirstError(t *testing.T) {
+	c := newComponents(context.Background())
 	var wrote atomic.Bool
-	goJoined(&wg, errc, "kubenet", func() error {
-		<-ctx.Done()
+	c.run("kubenet", func() error {
+		<-c.ctx.Done()
+		time.Sleep(10 * time.Millisecond)
 		wrote.Store(true) // a last route write after cancellation
-		return errors.New("boom")
+		return errors.New("interrupted")
 	})
-	cancel()
-	wg.Wait()
-	if !wrote.Load() {
-		t.Error("Wait returned before the component did")
+	c.helper(func() { <-c.ctx.Done() })
+	c.run("service proxy", func() error { return errors.New("boom") })
+	if err := c.wait(); err == nil || err.Error() != "service proxy: boom" {
+		t.Errorf("wait = %v, want service proxy: boom", err)
 	}
-	if err := <-errc; err == nil || err.Error() != "kubenet: boom" {
-		t.Errorf("outcome = %v, want kubenet: boom", err)
+	if !wrote.Load() {
+		t.Error("wait returned before every component did")
 	}
 }
 
-// No reader left (runComponents returned on the first outcome) and errc
-// full: Wait still returns.
-func TestGoJoinedFullErrc(t *testing.T) {
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
-	errc <- errors.New("first")
-	goJoined(&wg, errc, "service proxy", func() error { return errors.New("second") })
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait hangs on a full errc")
+// The end of the parent context is a clean shutdown, whatever the
+// components return then.
+func TestComponentsParentEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newComponents(ctx)
+	c.run("", func() error { <-c.ctx.Done(); return c.ctx.Err() })
+	c.run("API client", func() error { <-c.ctx.Done(); return errors.New("closing") })
+	cancel()
+	if err := c.wait(); err != nil {
+		t.Errorf("wait = %v, want nil", err)
 	}
-	if err := <-errc; err.Error() != "first" {
-		t.Errorf("errc = %v; want the first outcome kept", err)
+}
+
+// A component that returns without an error also ends the agent, cleanly.
+func TestComponentsStoppedOnItsOwn(t *testing.T) {
+	c := newComponents(context.Background())
+	var stopped atomic.Bool
+	c.run("healthz server", func() error { <-c.ctx.Done(); stopped.Store(true); return nil })
+	c.run("read-only server", func() error { return nil })
+	done := make(chan error, 1)
+	go func() { done <- c.wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("wait = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a component's end did not end the others")
+	}
+	if !stopped.Load() {
+		t.Error("the other component was not stopped")
+	}
+}
+
+// A set-up error after some components started: shutdown stops and waits
+// for them.
+func TestComponentsShutdown(t *testing.T) {
+	c := newComponents(context.Background())
+	var returned atomic.Bool
+	c.helper(func() { <-c.ctx.Done(); returned.Store(true) })
+	c.shutdown()
+	if !returned.Load() {
+		t.Error("shutdown returned before the component did")
 	}
 }

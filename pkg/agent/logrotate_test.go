@@ -13,7 +13,7 @@ import (
 )
 
 // TestLogRotationStartsFromConfigAndStops checks the wiring: the defaulted
-// config is accepted, and done closes once ctx ends even though the
+// config is accepted, and Run returns once ctx ends even though the
 // runtime never answers (no socket behind the client).
 func TestLogRotationStartsFromConfigAndStops(t *testing.T) {
 	cfg := agentconfig.Default()
@@ -23,19 +23,24 @@ func TestLogRotationStartsFromConfigAndStops(t *testing.T) {
 	}
 	defer rt.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := startLogRotation(ctx, cfg, rt, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, err := newLogRotation(cfg, rt, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
 	cancel()
 	select {
-	case <-done:
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	case <-time.After(30 * time.Second): // guards a hang only
 		t.Fatal("log rotation did not stop")
 	}
 
 	cfg.ContainerLogMaxSize = "lots" // what validation rejects, New rejects too
-	if _, err := startLogRotation(context.Background(), cfg, rt, slog.Default()); err == nil {
+	if _, err := newLogRotation(cfg, rt, slog.Default()); err == nil {
 		t.Error("a config without a usable max size was accepted")
 	}
 }

@@ -108,7 +108,7 @@ type Manager struct {
 	// mounts backs off volume set-up retries per pod, as the kubelet's
 	// volume manager does (0.5 s doubling to about 2 min).
 	mounts *flowcontrol.Backoff
-	probes *probe.Manager
+	probes *probe.Manager // Run's, for its workers
 	hooks  *lifecycle.Runner
 	now    func() time.Time
 
@@ -167,9 +167,7 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]*v1.PodStatus{},
 		ready:    make(chan struct{}),
 	}
-	ex := execer(cfg.Runtime)
-	m.probes = probe.NewManager(probe.Config{Exec: ex, Events: cfg.Events, OnChange: m.wakeWorker, Logger: cfg.Logger, Metrics: cfg.ProbeMetrics})
-	m.hooks = &lifecycle.Runner{Exec: ex}
+	m.hooks = &lifecycle.Runner{Exec: execer(cfg.Runtime)}
 	m.puller = &puller{
 		images:  cfg.Images,
 		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
@@ -202,6 +200,9 @@ func (m *Manager) Ready() <-chan struct{} { return m.ready }
 func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan types.UID) error {
 	house := time.NewTicker(m.cfg.HousekeepingPeriod)
 	defer house.Stop()
+	// The probe workers live as long as Run: the end of ctx cancels their
+	// probes in flight.
+	m.probes = probe.NewManager(ctx, probe.Config{Exec: execer(m.cfg.Runtime), Events: m.cfg.Events, OnChange: m.wakeWorker, Logger: m.cfg.Logger, Metrics: m.cfg.ProbeMetrics})
 	defer m.probes.Close() // after the workers
 	defer m.wg.Wait()
 	for {

@@ -176,7 +176,7 @@ func newTestManager(t *testing.T, ex Execer) (*Manager, *testingclock.FakeClock,
 	clk := testingclock.NewFakeClock(t0)
 	rec := &fakeRecorder{}
 	ch := make(changes, 100)
-	m := NewManager(Config{
+	m := NewManager(t.Context(), Config{
 		Exec: ex, Events: rec, OnChange: ch.onChange, Clock: clk,
 		Jitter: func(time.Duration) time.Duration { return 0 },
 		Logger: quietLogger(),

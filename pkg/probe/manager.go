@@ -59,8 +59,10 @@ type resultKey struct {
 	containerID string
 }
 
-// NewManager returns a manager; Close stops every worker.
-func NewManager(cfg Config) *Manager {
+// NewManager returns a manager whose workers probe under ctx (the
+// agent's): when it ends, probes in flight are cancelled and the workers
+// stop. Close stops every worker and waits for them.
+func NewManager(ctx context.Context, cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -76,7 +78,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	return &Manager{
 		prober:  &prober{exec: cfg.Exec, events: cfg.Events},
 		metrics: cfg.Metrics, onChange: cfg.OnChange, clock: cfg.Clock, jitter: cfg.Jitter, log: cfg.Logger,

@@ -339,7 +339,7 @@ func TestManagerStartJitter(t *testing.T) {
 	ex := newStepExec(clk)
 	var mu sync.Mutex
 	var periods []time.Duration
-	m := NewManager(Config{
+	m := NewManager(t.Context(), Config{
 		Exec: ex, Events: &fakeRecorder{}, Clock: clk, Logger: quietLogger(),
 		Jitter: func(p time.Duration) time.Duration {
 			mu.Lock()
@@ -506,7 +506,7 @@ func TestProberHandlers(t *testing.T) {
 func TestManagerStopDuringJitter(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	periods := make(chan time.Duration, 1)
-	m := NewManager(Config{
+	m := NewManager(t.Context(), Config{
 		Exec: &funcExec{}, Events: &fakeRecorder{}, Clock: clk, Logger: quietLogger(),
 		Jitter: func(p time.Duration) time.Duration { periods <- p; return time.Minute },
 	})
@@ -535,7 +535,7 @@ func TestManagerStopDuringJitter(t *testing.T) {
 }
 
 func TestNewManagerDefaults(t *testing.T) {
-	m := NewManager(Config{Exec: &funcExec{}, Events: &fakeRecorder{}})
+	m := NewManager(t.Context(), Config{Exec: &funcExec{}, Events: &fakeRecorder{}})
 	if m.clock == nil || m.jitter == nil || m.log == nil || m.onChange == nil {
 		t.Fatal("defaults not filled in")
 	}
@@ -553,5 +553,35 @@ func TestResultString(t *testing.T) {
 		if got := r.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(r), got, want)
 		}
+	}
+}
+
+// TestManagerStopsWithContext checks that the end of the manager's context
+// (the agent's) cancels a probe in flight and stops every worker, busy or
+// idle, without Close.
+func TestManagerStopsWithContext(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	ex := newStepExec(clk)
+	ctx, cancel := context.WithCancel(t.Context())
+	m := NewManager(ctx, Config{
+		Exec: ex, Events: &fakeRecorder{}, Clock: clk, Logger: quietLogger(),
+		Jitter: func(time.Duration) time.Duration { return 0 },
+	})
+	defer m.Close()
+	clk.Step(time.Hour)
+	busy := testPod(withProbe(Liveness, cmdProbe("live", 10, 3, 1)))
+	m.SetPodStatus(busy.UID, podStatus(running("app", cid, clk.Now(), true)))
+	m.AddPod(busy)
+	idle := testPod(withProbe(Readiness, execProbe(10, 3, 1, 0)))
+	idle.UID = "uid-2"
+	m.AddPod(idle) // no status: waits for its ticker
+	ex.next(t)     // the busy worker's probe, left unanswered
+	cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("workers still running after their context ended")
 	}
 }

@@ -39,6 +39,8 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.m.clock.After(w.m.jitter(period)):
 		case <-w.stop:
 			return
+		case <-ctx.Done():
+			return
 		}
 	}
 	ticker := w.m.clock.NewTicker(period)
@@ -46,6 +48,8 @@ func (w *worker) run(ctx context.Context) {
 	for w.doProbe(ctx) {
 		select {
 		case <-w.stop:
+			return
+		case <-ctx.Done():
 			return
 		case <-ticker.C():
 		case <-w.trigger:

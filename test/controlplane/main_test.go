@@ -1,6 +1,6 @@
 // Package controlplane_test runs `nodeagent server` in-process and drives
-// it the way users do: with upstream's kubectl (built once from
-// ./test/kubectl) and with client-go.
+// it the way users do: with upstream's kubectl (the nodeagent binary,
+// built once, run as kubectl) and with client-go.
 package controlplane_test
 
 import (

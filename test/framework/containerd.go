@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -97,15 +98,32 @@ func (i Instance) Dial() (*nart.Client, error) {
 	return nart.Dial(context.Background(), "unix://"+i.Socket, 2*time.Minute)
 }
 
-// BuildAgent compiles cmd/nodeagent into dir and returns the binary's path.
+// built are the nodeagent binaries BuildAgent built.
+var built struct {
+	sync.Mutex
+	bins map[string]bool
+}
+
+// BuildAgent compiles cmd/nodeagent into dir, as make build does (with
+// the bundled kubectl's version, KubectlVersion), and returns the
+// binary's path. The same dir gets one build per test binary.
 func BuildAgent(dir string) (string, error) {
 	bin := filepath.Join(dir, "nodeagent")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/nodeagent")
+	built.Lock()
+	defer built.Unlock()
+	if built.bins[bin] {
+		return bin, nil
+	}
+	cmd := exec.Command("go", "build", "-ldflags", kubectlLDFlags(), "-o", bin, "./cmd/nodeagent")
 	cmd.Dir = RepoRoot()
 	cmd.Env = os.Environ()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build nodeagent: %v\n%s", err, out)
 	}
+	if built.bins == nil {
+		built.bins = map[string]bool{}
+	}
+	built.bins[bin] = true
 	return bin, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -99,21 +98,33 @@ func (c *ControlPlane) NodeKubeconfig(dir, node string) (string, error) {
 // Stop stops the control plane and waits for it.
 func (c *ControlPlane) Stop() error { return c.stop() }
 
-// KubectlVersion is stamped into the test kubectl as release builds do.
+// KubectlVersion is the bundled kubectl's version, stamped into the
+// nodeagent builds as release builds of kubectl do (and as make build
+// does).
 const KubectlVersion = "v1.37.2"
 
-// BuildKubectl builds upstream kubectl from ./test/kubectl into dir.
-func BuildKubectl(dir string) (string, error) {
-	bin := filepath.Join(dir, "kubectl")
+func kubectlLDFlags() string {
 	var ldflags []string
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		ldflags = append(ldflags, "-X", pkg+".gitVersion="+KubectlVersion,
 			"-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor=37")
 	}
-	cmd := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./test/kubectl")
-	cmd.Dir = RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build kubectl: %v\n%s", err, out)
+	return strings.Join(ldflags, " ")
+}
+
+// BuildKubectl builds the nodeagent binary into dir (BuildAgent) and
+// links dir/kubectl to it: run under that name, it is upstream kubectl
+// (`nodeagent kubectl`).
+func BuildKubectl(dir string) (string, error) {
+	if _, err := BuildAgent(dir); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kubectl")
+	if err := os.Remove(bin); err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	if err := os.Symlink("nodeagent", bin); err != nil {
+		return "", fmt.Errorf("link kubectl: %w", err)
 	}
 	return bin, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 )
 
@@ -82,6 +84,29 @@ type Config struct {
 	// Ready, when set, is closed once the server accepts requests and is
 	// ready (use a new channel for every Run).
 	Ready chan<- struct{}
+}
+
+// AddFlags registers the `nodeagent server` flags that set c, with the
+// defaults above (scripts use these names: keep them).
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "Directory for the PKI, the embedded etcd, admin.kubeconfig and tokens.csv.")
+	fs.IntVar(&c.SecurePort, "secure-port", DefaultSecurePort, "The port on which to serve HTTPS with authentication.")
+	fs.StringVar(&c.BindAddress, "bind-address", DefaultBindAddress, "The IP address on which to listen for the --secure-port port.")
+	fs.StringSliceVar(&c.EtcdServers, "etcd-servers", nil, "List of etcd servers to connect with (scheme://ip:port), comma separated. Empty runs an embedded etcd.")
+	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	fs.IntVar(&c.EtcdClientPort, "etcd-client-port", 0, "Loopback client port of the embedded etcd (default 2379).")
+	fs.IntVar(&c.EtcdPeerPort, "etcd-peer-port", 0, "Loopback peer port of the embedded etcd (default 2380).")
+	fs.StringSliceVar(&c.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
+	fs.BoolVar(&c.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
+	fs.StringVar(&c.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "CIDR range (IPv4) of the pods; each node gets a block of it as its spec.podCIDR.")
+	fs.IntVar(&c.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "Mask size of the pod CIDR each node gets out of --cluster-cidr.")
+	fs.StringVar(&c.DNSAddress, "dns-address", DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. When the default is in use, this host's IP on port 53 is tried; pods reach either at the host's IP.")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", DefaultClusterDomain, "DNS domain of the cluster: services are <svc>.<ns>.svc.<domain>.")
+	fs.StringSliceVar(&c.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
+	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the kubelet-serving CA, <data-dir>/pki/kubelet-serving-ca.crt, which signs the serving certificates agents request and nothing else).")
+	fs.BoolVar(&c.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
 }
 
 func (c *Config) setDefaults() {
