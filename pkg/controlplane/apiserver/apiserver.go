@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/metrics"
 	psadmission "k8s.io/pod-security-admission/admission"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
@@ -71,6 +72,7 @@ type Server struct {
 
 	services    serviceAllocator
 	podSecurity *psadmission.Admission
+	openAPI     *openapi.Server
 	kubelet     *kubeletClient
 
 	requests       *requestMetrics
@@ -100,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		purging:   map[string]bool{},
 	}
+	s.openAPI = openapi.New(registry.All(), Version.GitVersion)
 	var err error
 	if s.podSecurity, err = newPodSecurity(s); err != nil {
 		return nil, err
@@ -208,7 +211,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveOpenAPI(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
+	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
 		return
 	}
 	ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")

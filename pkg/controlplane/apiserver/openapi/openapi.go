@@ -1,4 +1,4 @@
-package apiserver
+package openapi
 
 import (
 	"crypto/sha512"
@@ -27,31 +27,43 @@ const (
 	openAPIV3ProtoType = "application/com.github.proto-openapi.spec.v3"
 )
 
-// openAPIDocs are the served documents, built once from the registry.
-type openAPIDocs struct {
+// documents are the served documents.
+type documents struct {
 	v2, root []byte
 	v2ETag   string
 	v3       map[string][]byte // "api/v1", "apis/apps/v1" → document
 	v3ETag   map[string]string
 }
 
-// openAPI builds the documents on first use; they depend only on the
-// (static) registry.
-var openAPI = sync.OnceValue(buildOpenAPI)
+// Server serves the OpenAPI documents of a fixed list of resources.
+type Server struct {
+	// docs builds the documents on first use: they depend only on the
+	// (static) resources.
+	docs func() *documents
+	// v2Proto is the v2 document in the protobuf form client-go's
+	// discovery client asks for (DiscoveryClient.OpenAPISchema).
+	v2Proto func() ([]byte, error)
+}
 
-// openAPIV2Proto is the v2 document in the protobuf form client-go's
-// discovery client asks for (DiscoveryClient.OpenAPISchema).
-var openAPIV2Proto = sync.OnceValues(func() ([]byte, error) {
-	doc, err := openapi_v2.ParseDocument(openAPI().v2)
-	if err != nil {
-		return nil, err
-	}
-	return proto.Marshal(doc)
-})
+// New describes resources (served at their group versions' paths);
+// version is the info.version of the documents (the server's git
+// version).
+func New(resources []*registry.Resource, version string) *Server {
+	s := &Server{}
+	s.docs = sync.OnceValue(func() *documents { return build(resources, version) })
+	s.v2Proto = sync.OnceValues(func() ([]byte, error) {
+		doc, err := openapi_v2.ParseDocument(s.docs().v2)
+		if err != nil {
+			return nil, err
+		}
+		return proto.Marshal(doc)
+	})
+	return s
+}
 
 func etag(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) }
 
-func buildOpenAPI() *openAPIDocs {
+func build(resources []*registry.Resource, version string) *documents {
 	b := newSchemaBuilder()
 	def := func(o runtime.Object) string { return b.define(reflect.TypeOf(o).Elem()) }
 	def(&metav1.Status{})
@@ -61,7 +73,7 @@ func buildOpenAPI() *openAPIDocs {
 
 	byGV := map[string][]*oaPath{}
 	var all []*oaPath
-	for _, res := range registry.All() {
+	for _, res := range resources {
 		gv := res.GVK.GroupVersion()
 		paths := resourcePaths(res, def)
 		byGV[gvPath(gv)] = append(byGV[gvPath(gv)], paths...)
@@ -78,8 +90,8 @@ func buildOpenAPI() *openAPIDocs {
 		}
 	}
 
-	info := map[string]interface{}{"title": "Kubernetes", "version": Version.GitVersion}
-	docs := &openAPIDocs{v3: map[string][]byte{}, v3ETag: map[string]string{}}
+	info := map[string]interface{}{"title": "Kubernetes", "version": version}
+	docs := &documents{v3: map[string][]byte{}, v3ETag: map[string]string{}}
 	rootPaths := map[string]interface{}{}
 	for gv, paths := range byGV {
 		var roots []string
@@ -134,9 +146,9 @@ func buildOpenAPI() *openAPIDocs {
 	return docs
 }
 
-// serveOpenAPI answers /openapi/v2 and /openapi/v3[/<group-version>]; it
+// Serve answers /openapi/v2 and /openapi/v3[/<group-version>]; it
 // reports whether the path was one of those.
-func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request) bool {
 	p := r.URL.Path
 	if p != "/openapi/v2" && p != "/openapi/v3" && !strings.HasPrefix(p, "/openapi/v3/") {
 		return false
@@ -145,12 +157,12 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 		responsewriters.WriteError(w, &statusErr{code: http.StatusMethodNotAllowed, reason: metav1.StatusReasonMethodNotAllowed, msg: "the server does not allow this method on the requested resource"})
 		return true
 	}
-	docs := openAPI()
+	docs := s.docs()
 	accept := r.Header.Get("Accept")
 	switch {
 	case p == "/openapi/v2":
 		if strings.Contains(accept, "application/com.github.proto-openapi.spec.v2") {
-			data, err := openAPIV2Proto()
+			data, err := s.v2Proto()
 			if err != nil {
 				responsewriters.WriteError(w, err)
 				return true

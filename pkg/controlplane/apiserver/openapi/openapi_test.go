@@ -1,24 +1,51 @@
-package apiserver
+package openapi
 
 import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/openapi3"
+	"k8s.io/client-go/rest"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
+
+// testServer serves the documents of the registry's resources, as the
+// API server does, and 404 elsewhere.
+var testServer = sync.OnceValue(func() *httptest.Server {
+	s := New(registry.All(), "v1.37.2-test")
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.Serve(w, r) {
+			http.NotFound(w, r)
+		}
+	}))
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testServer().Close()
+	os.Exit(code)
+}
+
+func testClient() *kubernetes.Clientset {
+	return kubernetes.NewForConfigOrDie(&rest.Config{Host: testServer().URL})
+}
 
 func getOpenAPI(t *testing.T, path, accept string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, baseURL+path, nil)
+	req, _ := http.NewRequest(http.MethodGet, testServer().URL+path, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
@@ -120,7 +147,7 @@ func TestOpenAPIV3FieldValidationParam(t *testing.T) {
 		}
 	}
 	// What kubectl does: client-go's openapi3 root and the spec3 types.
-	root := openapi3.NewRoot(client.Discovery().OpenAPIV3())
+	root := openapi3.NewRoot(testClient().Discovery().OpenAPIV3())
 	for _, gvk := range []schema.GroupVersionKind{v1.SchemeGroupVersion.WithKind("Pod"), {Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Namespace"}} {
 		spec, err := root.GVSpec(gvk.GroupVersion())
 		if err != nil {
@@ -177,63 +204,23 @@ func TestOpenAPIV2(t *testing.T) {
 	if err := proto.Unmarshal(pb, &parsed); err != nil || parsed.GetSwagger() != "2.0" {
 		t.Fatalf("protobuf v2: %v %q", err, parsed.GetSwagger())
 	}
-	if _, err := client.Discovery().OpenAPISchema(); err != nil {
+	if _, err := testClient().Discovery().OpenAPISchema(); err != nil {
 		t.Errorf("discovery OpenAPISchema: %v", err)
 	}
 }
 
-func postPod(t *testing.T, ns, query, body string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, baseURL+"/api/v1/namespaces/"+ns+"/pods"+query, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+func TestEphemeralContainersOpenAPI(t *testing.T) {
+	doc := v3GV(t, "api/v1")
+	path, ok := doc["paths"].(map[string]interface{})["/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers"].(map[string]interface{})
+	if !ok {
+		t.Fatal("no pods/{name}/ephemeralcontainers path")
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
-func TestOpenAPIFieldValidation(t *testing.T) {
-	ns := testNamespace(t)
-	pod := func(name string) string {
-		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"},"spec":{"foo":1,"containers":[{"name":"c","image":"busybox"}]}}`
-	}
-	resp, body := postPod(t, ns, "?fieldValidation=Strict", pod("strict"))
-	var st metav1.Status
-	_ = json.Unmarshal([]byte(body), &st)
-	if resp.StatusCode != http.StatusBadRequest || st.Reason != metav1.StatusReasonBadRequest || st.Message != `strict decoding error: unknown field "spec.foo"` {
-		t.Errorf("Strict: %d %s", resp.StatusCode, body)
-	}
-	resp, body = postPod(t, ns, "?fieldValidation=Strict", `{"metadata":{"name":"dup","name":"dup"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `duplicate field \"metadata.name\"`) {
-		t.Errorf("Strict duplicate: %d %s", resp.StatusCode, body)
-	}
-	resp, body = postPod(t, ns, "?fieldValidation=Warn", pod("warn"))
-	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Warning") != `299 - "unknown field \"spec.foo\""` {
-		t.Errorf("Warn: %d %q %s", resp.StatusCode, resp.Header.Get("Warning"), body)
-	}
-	for _, q := range []string{"", "?fieldValidation=Ignore"} {
-		name := "ignore" + strings.ToLower(strings.TrimPrefix(q, "?fieldValidation="))
-		if resp, body = postPod(t, ns, q, pod(name)); resp.StatusCode != http.StatusCreated || resp.Header.Get("Warning") != "" {
-			t.Errorf("%q: %d %q %s", q, resp.StatusCode, resp.Header.Get("Warning"), body)
+	// Upstream's operation IDs, which clients generated from the document use.
+	for method, id := range map[string]string{"get": "readCoreV1NamespacedPodEphemeralcontainers",
+		"put": "replaceCoreV1NamespacedPodEphemeralcontainers", "patch": "patchCoreV1NamespacedPodEphemeralcontainers"} {
+		op, _ := path[method].(map[string]interface{})
+		if op == nil || op["operationId"] != id {
+			t.Errorf("%s: %v, want operationId %s", method, op["operationId"], id)
 		}
-	}
-	if resp, body = postPod(t, ns, "?fieldValidation=Bogus", pod("bogus")); resp.StatusCode != http.StatusUnprocessableEntity {
-		t.Errorf("Bogus: %d %s", resp.StatusCode, body)
-	}
-	// A strategic merge patch's directives are not unknown fields.
-	req, _ := http.NewRequest(http.MethodPatch, baseURL+"/api/v1/namespaces/"+ns+"/pods/warn?fieldValidation=Strict",
-		strings.NewReader(`{"metadata":{"labels":{"a":"b"}},"spec":{"$setElementOrder/containers":[{"name":"c"}],"containers":[{"name":"c","image":"busybox:2"}]}}`))
-	req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
-	presp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pbody, _ := io.ReadAll(presp.Body)
-	presp.Body.Close()
-	if presp.StatusCode != http.StatusOK {
-		t.Errorf("strategic merge patch: %d %s", presp.StatusCode, pbody)
 	}
 }

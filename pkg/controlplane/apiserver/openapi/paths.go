@@ -1,6 +1,7 @@
-package apiserver
+package openapi
 
 import (
+	"reflect"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -335,4 +336,15 @@ func resourcePaths(res *registry.Resource, def func(runtime.Object) string) []*o
 		out = append(out, p)
 	}
 	return out
+}
+
+// SubresourceBody is a new object of the body type of the subresource
+// sub (scale, binding, eviction, token), as the documents describe it;
+// false for subresources whose body is the resource's own kind.
+func SubresourceBody(sub string) (runtime.Object, bool) {
+	sk, ok := subresourceKinds[sub]
+	if !ok {
+		return nil, false
+	}
+	return reflect.New(reflect.TypeOf(sk.obj).Elem()).Interface().(runtime.Object), true
 }

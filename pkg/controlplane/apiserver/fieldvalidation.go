@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
@@ -104,8 +104,8 @@ func (h *resourceHandler) fieldValidationTarget() runtime.Object {
 	case "", "status", "finalize", "ephemeralcontainers":
 		return h.res.New()
 	default:
-		if sk, ok := subresourceKinds[sub]; ok {
-			return reflect.New(reflect.TypeOf(sk.obj).Elem()).Interface().(runtime.Object)
+		if obj, ok := openapi.SubresourceBody(sub); ok {
+			return obj
 		}
 	}
 	return nil
