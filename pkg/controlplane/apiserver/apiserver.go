@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/metrics"
 	psadmission "k8s.io/pod-security-admission/admission"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
@@ -44,7 +45,7 @@ type Config struct {
 	APIAudiences []string
 	// Kubelet is how logs, exec, attach, port-forward, nodes/proxy and
 	// the resource metrics scrapes reach the nodes' kubelet API.
-	Kubelet KubeletClientConfig
+	Kubelet kubeletproxy.ClientConfig
 	// Metrics is the registry /metrics serves: New registers the request
 	// and etcd metrics in it, and other in-process components (the
 	// scheduler) may add theirs. Nil makes one (NewMetricsRegistry). One
@@ -73,7 +74,7 @@ type Server struct {
 	services    serviceAllocator
 	podSecurity *psadmission.Admission
 	openAPI     *openapi.Server
-	kubelet     *kubeletClient
+	kubelet     *kubeletproxy.Client
 
 	requests       *requestMetrics
 	metricsHandler http.Handler
@@ -107,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	if s.podSecurity, err = newPodSecurity(s); err != nil {
 		return nil, err
 	}
-	if s.kubelet, err = newKubeletClient(cfg.Kubelet); err != nil {
+	if s.kubelet, err = kubeletproxy.NewClient(cfg.Kubelet); err != nil {
 		return nil, err
 	}
 	if s.scraper, err = s.newScraper(cfg.MetricResolution); err != nil {

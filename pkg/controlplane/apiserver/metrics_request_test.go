@@ -125,7 +125,7 @@ func TestMetricsEndpoint(t *testing.T) {
 }
 
 func TestMetricsEndpointAuthorization(t *testing.T) {
-	h := newKubeletHarness(t, nil) // a server of its own: this test resets its metrics
+	h := newKubeletHarnessWith(t, nil, nil) // a server of its own: this test resets its metrics
 	for _, tc := range []struct {
 		user   request.User
 		method string

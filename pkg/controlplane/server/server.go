@@ -20,6 +20,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
 		APIAudiences:       apiAudiences,
-		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
+		Kubelet:            kubeletproxy.ClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
 		Metrics:            metricsRegistry,
 		MetricResolution:   cfg.MetricResolution,
 	})

@@ -1,4 +1,4 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 

@@ -1,4 +1,4 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // podLog streams a container's log from the node's kubelet, as upstream's
 // LogREST and LocationStreamer do.
-func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request) error {
+func (h *connectRequest) podLog(w http.ResponseWriter, r *http.Request) error {
 	if err := h.allowMethods(r, http.MethodGet, http.MethodHead); err != nil {
 		return err
 	}
@@ -31,11 +31,10 @@ func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request) error {
 	if errs := validatePodLogOptions(opts); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, h.ri.Name, errs)
 	}
-	obj, err := h.st.Get(r.Context(), h.ri.Namespace, h.ri.Name)
+	pod, err := h.Pods.GetPod(r.Context(), h.ri.Namespace, h.ri.Name)
 	if err != nil {
 		return err
 	}
-	pod := obj.(*v1.Pod)
 	container, err := podContainer(pod, opts.Container)
 	if err != nil {
 		return err
@@ -46,14 +45,14 @@ func (h *resourceHandler) podLog(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	ep, err := h.s.kubeletFor(r.Context(), pod.Spec.NodeName)
+	ep, err := h.kubeletFor(r.Context(), pod.Spec.NodeName)
 	if err != nil {
 		return err
 	}
 	loc := ep.url(fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, container), kubeletLogQuery(opts))
-	transport := h.s.kubelet.transport
+	transport := h.Client.transport
 	if opts.InsecureSkipTLSVerifyBackend {
-		transport = h.s.kubelet.insecure
+		transport = h.Client.insecure
 	}
 	body, err := fetchKubeletLog(r.Context(), loc, transport, pod.Name)
 	if err != nil {

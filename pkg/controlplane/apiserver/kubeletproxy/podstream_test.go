@@ -1,4 +1,4 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/util/exec"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
@@ -361,5 +361,27 @@ func TestTerminalResizesReachTheKubelet(t *testing.T) {
 		if err != nil || out.String() != "80x24\n" {
 			t.Errorf("%s: got %q, %v; want the size the client sent", name, out.String(), err)
 		}
+	}
+}
+
+// A WebSocket exec is a GET, authorized as "get" in front of the proxy;
+// the proxy checks "create" too, as upstream (kubernetes#133515).
+func TestStreamsAuthorizeCreateForGet(t *testing.T) {
+	h := newKubeletHarness(t, nil)
+	ns := h.namespace(t)
+	h.addPod(t, ns, "web", "n1", "c")
+	for _, name := range []string{"websocket", "spdy"} {
+		ex, err := executors[name](h, execURL(h, ns, "web", "exec", &v1.PodExecOptions{Command: []string{"echo"}, Stdout: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ex.StreamWithContext(ctxT(t), remotecommand.StreamOptions{Stdout: io.Discard}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	h.objects.mu.Lock()
+	defer h.objects.mu.Unlock()
+	if len(h.objects.checked) != 1 || h.objects.checked[0].Verb != "create" || h.objects.checked[0].Subresource != "exec" || h.objects.checked[0].Name != "web" {
+		t.Errorf("secondary checks: %+v, want one create of pods/exec web (the GET's)", h.objects.checked)
 	}
 }

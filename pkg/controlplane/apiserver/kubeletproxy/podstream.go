@@ -1,4 +1,4 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ type streamOptions struct {
 // connection upgrade (SPDY/3.1, or a WebSocket) goes end to end, except
 // that WebSocket v5 exec and attach are translated to SPDY and WebSocket
 // port-forward tunnels SPDY, because kubelets may speak only SPDY.
-func (h *resourceHandler) podStream(w http.ResponseWriter, r *http.Request) error {
+func (h *connectRequest) podStream(w http.ResponseWriter, r *http.Request) error {
 	// GET is for browsers and WebSocket clients, POST for SPDY.
 	if err := h.allowMethods(r, http.MethodGet, http.MethodPost); err != nil {
 		return err
@@ -31,11 +31,10 @@ func (h *resourceHandler) podStream(w http.ResponseWriter, r *http.Request) erro
 	if err := h.authorizeCreate(r); err != nil {
 		return err
 	}
-	obj, err := h.st.Get(r.Context(), h.ri.Namespace, h.ri.Name)
+	pod, err := h.Pods.GetPod(r.Context(), h.ri.Namespace, h.ri.Name)
 	if err != nil {
 		return err
 	}
-	pod := obj.(*v1.Pod)
 	path, query, opts, err := kubeletStreamRequest(pod, h.ri.Subresource, r.URL.Query())
 	if err != nil {
 		return err
@@ -43,12 +42,12 @@ func (h *resourceHandler) podStream(w http.ResponseWriter, r *http.Request) erro
 	if pod.Spec.NodeName == "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 	}
-	ep, err := h.s.kubeletFor(r.Context(), pod.Spec.NodeName)
+	ep, err := h.kubeletFor(r.Context(), pod.Spec.NodeName)
 	if err != nil {
 		return err
 	}
 	loc := ep.url(path, query)
-	transport := h.s.kubelet.transport
+	transport := h.Client.transport
 	switch {
 	case h.ri.Subresource == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r):
 		tunnelPortForward(w, r, loc, transport)
@@ -63,13 +62,13 @@ func (h *resourceHandler) podStream(w http.ResponseWriter, r *http.Request) erro
 // authorizeCreate checks "create" for a GET as well: WebSocket clients use
 // GET, which authorizes as "get", and upstream checks "create" too so that
 // policies written for SPDY's POST keep holding (kubernetes#133515).
-func (h *resourceHandler) authorizeCreate(r *http.Request) error {
+func (h *connectRequest) authorizeCreate(r *http.Request) error {
 	if h.ri.Verb == "create" {
 		return nil
 	}
 	ri := h.ri
 	ri.Verb = "create"
-	return h.s.authorize(r, h.res, ri)
+	return h.Authorizer.Authorize(r, ri)
 }
 
 // kubeletStreamRequest maps the request's options to the kubelet's path

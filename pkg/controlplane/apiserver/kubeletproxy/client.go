@@ -1,10 +1,11 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,23 +15,23 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// DefaultKubeletPort is the kubelet API port assumed when a node does not
+// DefaultPort is the kubelet API port assumed when a node does not
 // report its own (kube-apiserver's --kubelet-port).
-const DefaultKubeletPort = 10250
+const DefaultPort = 10250
 
-// DefaultKubeletPreferredAddressTypes is the order in which a node's
+// DefaultPreferredAddressTypes is the order in which a node's
 // addresses are tried. kube-apiserver's flag default starts with Hostname;
 // kubeadm overrides it with InternalIP,ExternalIP,Hostname because node
 // host names often do not resolve from the control plane, and so do we.
 // The DNS types, which kubeadm leaves out, come last.
-var DefaultKubeletPreferredAddressTypes = []v1.NodeAddressType{
+var DefaultPreferredAddressTypes = []v1.NodeAddressType{
 	v1.NodeInternalIP, v1.NodeExternalIP, v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS,
 }
 
-// KubeletClientConfig is how the API server reaches the nodes' kubelet API
-// for logs, exec, attach, port-forward and nodes/proxy (kube-apiserver's
-// --kubelet-* flags).
-type KubeletClientConfig struct {
+// ClientConfig is how the API server reaches the nodes' kubelet API
+// for logs, exec, attach, port-forward, nodes/proxy and the resource
+// metrics scrapes (kube-apiserver's --kubelet-* flags).
+type ClientConfig struct {
 	// CertPEM and KeyPEM are the client certificate presented to kubelets
 	// (--kubelet-client-certificate, --kubelet-client-key); empty presents
 	// none.
@@ -41,10 +42,10 @@ type KubeletClientConfig struct {
 	// certificates by default.
 	RootCAs *x509.CertPool
 	// PreferredAddressTypes orders the node addresses tried; empty means
-	// DefaultKubeletPreferredAddressTypes.
+	// DefaultPreferredAddressTypes.
 	PreferredAddressTypes []v1.NodeAddressType
 	// Port is used for nodes that report no kubelet port; zero means
-	// DefaultKubeletPort.
+	// DefaultPort.
 	Port int
 }
 
@@ -52,10 +53,9 @@ type KubeletClientConfig struct {
 // --kubelet-timeout, 5s).
 const kubeletDialTimeout = 5 * time.Second
 
-// kubeletClient finds nodes' kubelet endpoints and holds the transports
-// to them.
-type kubeletClient struct {
-	cfg KubeletClientConfig
+// Client finds nodes' kubelet endpoints and holds the transports to them.
+type Client struct {
+	cfg ClientConfig
 	// transport presents the client certificate and verifies kubelets as
 	// configured; insecure does not verify them (insecureSkipTLSVerifyBackend
 	// on pods/log); other is for node ports other than the kubelet's and
@@ -63,12 +63,13 @@ type kubeletClient struct {
 	transport, insecure, other *http.Transport
 }
 
-func newKubeletClient(cfg KubeletClientConfig) (*kubeletClient, error) {
+// NewClient makes the client cfg describes.
+func NewClient(cfg ClientConfig) (*Client, error) {
 	if len(cfg.PreferredAddressTypes) == 0 {
-		cfg.PreferredAddressTypes = DefaultKubeletPreferredAddressTypes
+		cfg.PreferredAddressTypes = DefaultPreferredAddressTypes
 	}
 	if cfg.Port == 0 {
-		cfg.Port = DefaultKubeletPort
+		cfg.Port = DefaultPort
 	}
 	var certs []tls.Certificate
 	if len(cfg.CertPEM) > 0 || len(cfg.KeyPEM) > 0 {
@@ -78,7 +79,7 @@ func newKubeletClient(cfg KubeletClientConfig) (*kubeletClient, error) {
 		}
 		certs = []tls.Certificate{cert}
 	}
-	return &kubeletClient{
+	return &Client{
 		cfg:       cfg,
 		transport: newKubeletTransport(&tls.Config{Certificates: certs, RootCAs: cfg.RootCAs, InsecureSkipVerify: cfg.RootCAs == nil}),
 		insecure:  newKubeletTransport(&tls.Config{Certificates: certs, InsecureSkipVerify: true}),
@@ -115,23 +116,13 @@ func (e kubeletEndpoint) url(path string, query url.Values) *url.URL {
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(e.host, e.port), Path: path, RawQuery: query.Encode()}
 }
 
-// kubeletFor looks the node up and picks its kubelet address and port,
-// as upstream's NodeConnectionInfoGetter does.
-func (s *Server) kubeletFor(ctx context.Context, nodeName string) (kubeletEndpoint, error) {
-	obj, err := s.store("/v1/nodes").Get(ctx, "", nodeName)
+// endpoint picks the node's kubelet address and port.
+func (c *Client) endpoint(node *v1.Node) (kubeletEndpoint, error) {
+	host, err := preferredNodeAddress(node, c.cfg.PreferredAddressTypes)
 	if err != nil {
 		return kubeletEndpoint{}, err
 	}
-	return s.kubeletEndpoint(obj.(*v1.Node))
-}
-
-// kubeletEndpoint picks the node's kubelet address and port.
-func (s *Server) kubeletEndpoint(node *v1.Node) (kubeletEndpoint, error) {
-	host, err := preferredNodeAddress(node, s.kubelet.cfg.PreferredAddressTypes)
-	if err != nil {
-		return kubeletEndpoint{}, err
-	}
-	port := s.kubelet.cfg.Port
+	port := c.cfg.Port
 	if p := node.Status.DaemonEndpoints.KubeletEndpoint.Port; p > 0 {
 		port = int(p)
 	}
@@ -153,4 +144,32 @@ func preferredNodeAddress(node *v1.Node, preferred []v1.NodeAddressType) (string
 		}
 	}
 	return "", fmt.Errorf("no preferred addresses found; known addresses: %v", node.Status.Addresses)
+}
+
+// resourceMetricsPath is the kubelet's resource metrics endpoint.
+const resourceMetricsPath = "/metrics/resource"
+
+// ResourceMetrics GETs the node's /metrics/resource with the API
+// server's kubelet client certificate (the agent authorizes it for
+// nodes/metrics), in the Prometheus text format.
+func (c *Client) ResourceMetrics(ctx context.Context, node *v1.Node) (io.ReadCloser, error) {
+	ep, err := c.endpoint(node)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url(resourceMetricsPath, nil).String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET %s: %s: %s", req.URL, resp.Status, msg)
+	}
+	return resp.Body, nil
 }

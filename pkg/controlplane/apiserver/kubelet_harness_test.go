@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -15,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 )
 
 // kubeletHarness is an API server with a kubelet client certificate, a
@@ -30,31 +29,19 @@ type kubeletHarness struct {
 	kubelet *kubelettest.Server
 }
 
-// newKubeletHarness starts the harness on the shared etcd under its own
-// prefix; logs nil serves kubelettest.DefaultLogs.
-func newKubeletHarness(t *testing.T, logs kubelettest.LogFunc) *kubeletHarness {
-	t.Helper()
-	return newKubeletHarnessWith(t, logs, nil)
-}
-
-// newKubeletHarnessWith is newKubeletHarness with the API server's Config
-// changed by mutate (nil: as is).
+// newKubeletHarnessWith starts the harness on the shared etcd under its
+// own prefix, with the API server's Config changed by mutate (nil: as
+// is); logs nil serves kubelettest.DefaultLogs. The proxying itself is
+// kubeletproxy's to test: this is for what the server does with the
+// kubelets (metrics.k8s.io) and its routing to them.
 func newKubeletHarnessWith(t *testing.T, logs kubelettest.LogFunc, mutate func(*Config)) *kubeletHarness {
 	t.Helper()
-	p, err := pki.Ensure(t.TempDir(), pki.Options{Hostname: "test", IPs: []net.IP{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubelet, err := kubelettest.New(p.CertPool(), logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kubelet.Close)
+	kubelet, p := kubelettest.Start(t, logs)
 	cfg := Config{
 		Etcd:    testSrv.cfg.Etcd,
 		Prefix:  "/kubelet-test-" + string(uuid.NewUUID()),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kubelet: KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
+		Kubelet: kubeletproxy.ClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM},
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -86,10 +73,7 @@ func (h *kubeletHarness) addNode(t *testing.T, name, host string, port int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if host != "" {
-		node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeHostName, Address: "unresolvable.invalid"}, {Type: v1.NodeInternalIP, Address: host}}
-	}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+	kubelettest.SetNodeStatus(node, host, port)
 	if _, err := h.client.CoreV1().Nodes().UpdateStatus(ctxT(t), node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +83,7 @@ func (h *kubeletHarness) addNode(t *testing.T, name, host string, port int32) {
 // unscheduled).
 func (h *kubeletHarness) addPod(t *testing.T, ns, name, node string, containers ...string) {
 	t.Helper()
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: node}}
-	for _, c := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c, Image: "busybox:1"})
-	}
-	if _, err := h.client.CoreV1().Pods(ns).Create(ctxT(t), pod, metav1.CreateOptions{}); err != nil {
+	if _, err := h.client.CoreV1().Pods(ns).Create(ctxT(t), kubelettest.Pod(name, node, containers...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

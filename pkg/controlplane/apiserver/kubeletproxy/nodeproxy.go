@@ -1,4 +1,4 @@
-package apiserver
+package kubeletproxy
 
 import (
 	"context"
@@ -24,7 +24,7 @@ var nodeProxyMethods = []string{
 // certificate, or to another port of the node without it. Redirects to
 // the path with a trailing slash, link rewriting and upgrades are the
 // upgrade-aware proxy's.
-func (h *resourceHandler) nodeProxy(w http.ResponseWriter, r *http.Request) error {
+func (h *connectRequest) nodeProxy(w http.ResponseWriter, r *http.Request) error {
 	if err := h.allowMethods(r, nodeProxyMethods...); err != nil {
 		return err
 	}
@@ -32,11 +32,11 @@ func (h *resourceHandler) nodeProxy(w http.ResponseWriter, r *http.Request) erro
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", h.ri.Name))
 	}
-	ep, err := h.s.kubeletFor(r.Context(), name)
+	ep, err := h.kubeletFor(r.Context(), name)
 	if err != nil {
 		return err
 	}
-	loc, transport := ep.url("", nil), http.RoundTripper(h.s.kubelet.transport)
+	loc, transport := ep.url("", nil), http.RoundTripper(h.Client.transport)
 	if port != "" && port != ep.port {
 		if err := proxyableHost(r.Context(), ep.host); err != nil {
 			return apierrors.NewBadRequest(err.Error())
@@ -45,7 +45,7 @@ func (h *resourceHandler) nodeProxy(w http.ResponseWriter, r *http.Request) erro
 			scheme = "http" // what another port most likely serves; upstream leaves it unset and fails
 		}
 		loc = &url.URL{Scheme: scheme, Host: net.JoinHostPort(ep.host, port)}
-		transport = h.s.kubelet.other
+		transport = h.Client.other
 	}
 	loc.Path = nodeProxyPath(r, h.ri.Name)
 	proxy.NewUpgradeAwareHandler(loc, transport, true, false, proxyResponder{}).ServeHTTP(w, r)
