@@ -16,6 +16,7 @@ import (
 	psadmission "k8s.io/pod-security-admission/admission"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
@@ -48,7 +49,7 @@ type Config struct {
 	Kubelet kubeletproxy.ClientConfig
 	// Metrics is the registry /metrics serves: New registers the request
 	// and etcd metrics in it, and other in-process components (the
-	// scheduler) may add theirs. Nil makes one (NewMetricsRegistry). One
+	// scheduler) may add theirs. Nil makes one (apimetrics.NewRegistry). One
 	// registry serves one Server.
 	Metrics metrics.KubeRegistry
 	// MetricResolution is how often the nodes' resource metrics are
@@ -76,8 +77,8 @@ type Server struct {
 	openAPI     *openapi.Server
 	kubelet     *kubeletproxy.Client
 
-	requests       *requestMetrics
-	metricsHandler http.Handler
+	requests       *apimetrics.Requests
+	metricsHandler *apimetrics.Endpoint
 	scraper        *resourcemetrics.Scraper // metrics.k8s.io
 
 	purgeMu sync.Mutex
@@ -151,13 +152,13 @@ func New(cfg Config) (*Server, error) {
 // stores materialize theirs, and returns the etcd ones.
 func (s *Server) setUpMetrics() *storage.Metrics {
 	if s.cfg.Metrics == nil {
-		s.cfg.Metrics = NewMetricsRegistry()
+		s.cfg.Metrics = apimetrics.NewRegistry()
 	}
-	s.requests = newRequestMetrics()
-	s.requests.register(s.cfg.Metrics)
+	s.requests = apimetrics.NewRequests()
+	s.requests.Register(s.cfg.Metrics)
 	etcd := storage.NewMetrics()
 	etcd.Register(s.cfg.Metrics)
-	s.metricsHandler = newMetricsHandler(s.cfg.Metrics)
+	s.metricsHandler = apimetrics.NewEndpoint(s.cfg.Metrics, authorizeMetrics)
 	return etcd
 }
 
@@ -212,7 +213,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
+	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.metricsHandler.Serve(w, r) {
 		return
 	}
 	ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
@@ -225,7 +226,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
 	}
-	s.instrument(w, r, res, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
+	s.requests.Instrument(w, r, res.Namespaced, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
 }
 
 // serveResource authorizes and serves a request for a known resource.

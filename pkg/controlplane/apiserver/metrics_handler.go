@@ -7,32 +7,28 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/component-base/metrics"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // monitoringGroup may read /metrics, as upstream's system:monitoring
 // cluster role binding lets it.
 const monitoringGroup = "system:monitoring"
 
-// metricsPath is where the server's own metrics are served.
-const metricsPath = "/metrics"
-
-// serveMetrics answers /metrics as kube-apiserver does: GET the metrics in
-// the Prometheus formats, DELETE to reset them. It reports whether the
-// request was for /metrics.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) bool {
-	if r.URL.Path != metricsPath {
-		return false
-	}
+// authorizeMetrics is the /metrics endpoint's authorization: the user's
+// refusal, if any.
+func authorizeMetrics(r *http.Request) error {
 	if u, ok := request.UserFrom(r.Context()); ok && !mayUseMetrics(u, r.Method) {
-		responsewriters.WriteError(w, forbiddenPath(u, nonResourceVerb(r.Method), r.URL.Path))
-		return true
+		return forbiddenPath(u, nonResourceVerb(r.Method), r.URL.Path)
 	}
-	s.metricsHandler.ServeHTTP(w, r)
-	return true
+	return nil
+}
+
+// InstrumentPath records the requests of a non-resource path (the health
+// checks) in the server's request metrics, as upstream's healthz
+// handlers do.
+func (s *Server) InstrumentPath(path string, h http.Handler) http.Handler {
+	return s.requests.InstrumentPath(path, h)
 }
 
 // mayUseMetrics: the admin may do anything, monitoring only read.
@@ -52,8 +48,4 @@ func nonResourceVerb(method string) string {
 // forbiddenPath is upstream's refusal of a non-resource URL.
 func forbiddenPath(u request.User, verb, path string) error {
 	return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("User %q cannot %s path %q", u.Name, verb, path))
-}
-
-func newMetricsHandler(reg metrics.KubeRegistry) http.Handler {
-	return metrics.HandlerWithReset(reg, metrics.HandlerOpts{})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
@@ -109,7 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// context ends only after HTTP has stopped), then etcd (deferred above).
 	// One registry for /metrics: the API server's and etcd's metrics, the
 	// in-process scheduler's, the process and Go collectors.
-	metricsRegistry := apiserver.NewMetricsRegistry()
+	metricsRegistry := apimetrics.NewRegistry()
 	api, err := apiserver.New(apiserver.Config{
 		Etcd:               store.Client(),
 		Logger:             log.With("component", "apiserver"),

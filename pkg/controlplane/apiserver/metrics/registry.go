@@ -1,4 +1,4 @@
-package apiserver
+package metrics
 
 import (
 	"time"
@@ -12,16 +12,17 @@ import (
 var requestDurationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 	4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
 
-// requestMetrics are kube-apiserver's request metrics
+// Requests are kube-apiserver's request metrics
 // (k8s.io/apiserver/pkg/endpoints/metrics) under its names, labels,
 // buckets and help texts.
-type requestMetrics struct {
+type Requests struct {
 	total    *metrics.CounterVec
 	duration *metrics.HistogramVec
 }
 
-func newRequestMetrics() *requestMetrics {
-	return &requestMetrics{
+// NewRequests makes the request metrics; Register adds them to a registry.
+func NewRequests() *Requests {
+	return &Requests{
 		total: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem:      "apiserver",
 			Name:           "request_total",
@@ -38,25 +39,26 @@ func newRequestMetrics() *requestMetrics {
 	}
 }
 
-func (m *requestMetrics) register(r metrics.KubeRegistry) {
+// Register registers the metrics in r.
+func (m *Requests) Register(r metrics.KubeRegistry) {
 	r.MustRegister(m.total, m.duration)
 }
 
-// requestLabels are the labels of one request but its code.
-type requestLabels struct {
-	verb, dryRun, group, version, resource, subresource, scope, component string
+// Labels are the labels of one request but its code.
+type Labels struct {
+	Verb, DryRun, Group, Version, Resource, Subresource, Scope, Component string
 }
 
-// observe records one finished request.
-func (m *requestMetrics) observe(l requestLabels, code int, d time.Duration) {
-	m.total.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, l.component, codeString(code)).Inc()
-	m.duration.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, l.component).Observe(d.Seconds())
+// Observe records one finished request.
+func (m *Requests) Observe(l Labels, code int, d time.Duration) {
+	m.total.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, codeString(code)).Inc()
+	m.duration.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component).Observe(d.Seconds())
 }
 
-// NewMetricsRegistry returns a registry holding what legacyregistry adds
-// to kube-apiserver's /metrics: the process and Go runtime collectors,
-// with all runtime/metrics. Config.Metrics takes it.
-func NewMetricsRegistry() metrics.KubeRegistry {
+// NewRegistry returns a registry holding what legacyregistry adds to
+// kube-apiserver's /metrics: the process and Go runtime collectors, with
+// all runtime/metrics. The API server's Config.Metrics takes it.
+func NewRegistry() metrics.KubeRegistry {
 	r := metrics.NewKubeRegistry()
 	r.RawMustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

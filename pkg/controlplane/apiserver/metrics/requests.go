@@ -1,4 +1,4 @@
-package apiserver
+package metrics
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
 // apiServerComponent is the component label of API requests.
@@ -28,38 +27,39 @@ var reportedMethods = map[string]bool{
 	"PATCH": true, "POST": true, "PROXY": true, "PUT": true, "UPDATE": true, "WATCH": true, "WATCHLIST": true,
 }
 
-// instrument serves a resource request through serve and records it in
+// Instrument serves a resource request through serve and records it in
 // apiserver_request_total and apiserver_request_duration_seconds, with
-// upstream's labels. Requests refused by authorization count too.
-func (s *Server) instrument(w http.ResponseWriter, r *http.Request, res *registry.Resource, ri request.Info, serve func(http.ResponseWriter)) {
+// upstream's labels; namespaced is whether the resource is. The core
+// instruments requests refused by authorization too.
+func (m *Requests) Instrument(w http.ResponseWriter, r *http.Request, namespaced bool, ri request.Info, serve func(http.ResponseWriter)) {
 	begin := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	var out http.ResponseWriter = sw
 	if _, ok := w.(http.Hijacker); ok {
 		out = hijackWriter{sw}
 	}
-	defer func() { s.requests.observe(resourceLabels(r, res, ri), sw.code(), time.Since(begin)) }()
+	defer func() { m.Observe(ResourceLabels(r, namespaced, ri), sw.code(), time.Since(begin)) }()
 	serve(out)
 }
 
-// resourceLabels computes the labels as upstream's installer and
-// MonitorRequest do.
-func resourceLabels(r *http.Request, res *registry.Resource, ri request.Info) requestLabels {
-	scope := metricsScope(res, ri)
-	return requestLabels{
-		verb: metricsVerb(r, ri, scope), dryRun: cleanDryRun(r), group: ri.Group, version: ri.Version,
-		resource: ri.Resource, subresource: ri.Subresource, scope: scope, component: apiServerComponent,
+// ResourceLabels computes the labels as upstream's installer and
+// MonitorRequest do; namespaced is whether the resource is.
+func ResourceLabels(r *http.Request, namespaced bool, ri request.Info) Labels {
+	scope := metricsScope(namespaced, ri)
+	return Labels{
+		Verb: metricsVerb(r, ri, scope), DryRun: cleanDryRun(r), Group: ri.Group, Version: ri.Version,
+		Resource: ri.Resource, Subresource: ri.Subresource, Scope: scope, Component: apiServerComponent,
 	}
 }
 
 // metricsScope is the installer's requestScope: "resource" for a named
 // object or a create, "namespace" for a collection in one namespace,
 // "cluster" for the others.
-func metricsScope(res *registry.Resource, ri request.Info) string {
+func metricsScope(namespaced bool, ri request.Info) string {
 	switch {
 	case ri.Name != "" || ri.Verb == "create":
 		return "resource"
-	case res.Namespaced && ri.Namespace != "":
+	case namespaced && ri.Namespace != "":
 		return "namespace"
 	}
 	return "cluster"
@@ -164,12 +164,12 @@ func (w hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // InstrumentPath records the requests of a non-resource path (the health
 // checks) as upstream's healthz handlers do: verb GET, the path as
 // subresource, the other labels empty.
-func (s *Server) InstrumentPath(path string, h http.Handler) http.Handler {
-	labels := requestLabels{verb: "GET", subresource: path}
+func (m *Requests) InstrumentPath(path string, h http.Handler) http.Handler {
+	labels := Labels{Verb: "GET", Subresource: path}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		begin := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		defer func() { s.requests.observe(labels, sw.code(), time.Since(begin)) }()
+		defer func() { m.Observe(labels, sw.code(), time.Since(begin)) }()
 		h.ServeHTTP(sw, r)
 	})
 }
