@@ -92,21 +92,22 @@ type objects struct {
 }
 
 func (o *objects) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if pod, ok := o.pods[namespace+"/"+name]; ok {
-		return pod.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+	return lookUp(o, o.pods, namespace+"/"+name, "pods", name)
 }
 
 func (o *objects) GetNode(_ context.Context, name string) (*v1.Node, error) {
+	return lookUp(o, o.nodes, name, "nodes", name)
+}
+
+// lookUp copies m[key] out, or answers as storage does without it.
+func lookUp[T interface{ DeepCopy() T }](o *objects, m map[string]T, key, resource, name string) (T, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if node, ok := o.nodes[name]; ok {
-		return node.DeepCopy(), nil
+	if obj, ok := m[key]; ok {
+		return obj.DeepCopy(), nil
 	}
-	return nil, apierrors.NewNotFound(v1.Resource("nodes"), name)
+	var none T
+	return none, apierrors.NewNotFound(v1.Resource(resource), name)
 }
 
 func (o *objects) Authorize(_ *http.Request, ri request.Info) error {
