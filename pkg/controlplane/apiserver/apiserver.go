@@ -20,6 +20,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
@@ -37,10 +38,10 @@ type Config struct {
 
 	// TokenSigner issues service account tokens (serviceaccounts/token);
 	// nil refuses TokenRequests.
-	TokenSigner *TokenSigner
+	TokenSigner *tokens.Signer
 	// TokenAuthenticator answers TokenReviews (the authentication in front
 	// of the server, without client certificates); nil authenticates none.
-	TokenAuthenticator TokenAuthenticatorFunc
+	TokenAuthenticator tokens.AuthenticatorFunc
 	// APIAudiences are the audiences the server accepts (kube-apiserver's
 	// --api-audiences); they default to the TokenSigner's issuer.
 	APIAudiences []string

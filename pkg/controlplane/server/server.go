@@ -22,6 +22,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
 	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
@@ -61,7 +62,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
 	}
-	tokens, err := loadTokenFile(filepath.Join(cfg.DataDir, TokenFile))
+	staticTokens, err := loadTokenFile(filepath.Join(cfg.DataDir, TokenFile))
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
@@ -69,13 +70,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
-	signer, err := apiserver.NewTokenSigner(saKey, apiserver.DefaultServiceAccountIssuer)
+	signer, err := tokens.NewSigner(saKey, tokens.DefaultServiceAccountIssuer)
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
 	apiAudiences := []string{signer.Issuer()}
 	saTokens := &saTokenAuthenticator{signer: signer, implicitAuds: apiAudiences}
-	tokenAuthn := &tokenAuthenticator{static: tokens, sa: saTokens, apiAudiences: apiAudiences}
+	tokenAuthn := &tokenAuthenticator{static: staticTokens, sa: saTokens, apiAudiences: apiAudiences}
 
 	kubeletCAs, err := cfg.kubeletCAs(p)
 	if err != nil {

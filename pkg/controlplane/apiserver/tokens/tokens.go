@@ -1,4 +1,4 @@
-package apiserver
+package tokens
 
 import (
 	"context"
@@ -49,19 +49,19 @@ func ServiceAccountUser(ns, name string) request.User {
 		Groups: []string{ServiceAccountsGroup, serviceAccountGroupPrefix + ns}}
 }
 
-// TokenResult is what authenticating a bearer token found.
-type TokenResult struct {
+// Result is what authenticating a bearer token found.
+type Result struct {
 	User      request.User
 	UID       string
 	Extra     map[string][]string
 	Audiences []string // the audiences the token was valid for
 }
 
-// TokenAuthenticatorFunc authenticates a bearer token for the given
+// AuthenticatorFunc authenticates a bearer token for the given
 // audiences, as the authentication in front of the API server does (the
 // TokenReview API uses it). ok=false with a nil error means no
 // authenticator recognised the token.
-type TokenAuthenticatorFunc func(ctx context.Context, token string, audiences []string) (res TokenResult, ok bool, err error)
+type AuthenticatorFunc func(ctx context.Context, token string, audiences []string) (res Result, ok bool, err error)
 
 // ObjectRef names an object in the "kubernetes.io" claim.
 type ObjectRef struct {
@@ -83,9 +83,9 @@ type ServiceAccountClaims struct {
 	Kubernetes KubernetesClaim `json:"kubernetes.io"`
 }
 
-// TokenSigner issues and verifies service account tokens (JWTs signed with
+// Signer issues and verifies service account tokens (JWTs signed with
 // the service account key: ES256 for ECDSA P-256, RS256 for RSA).
-type TokenSigner struct {
+type Signer struct {
 	issuer string
 	key    crypto.Signer
 	method jwt.SigningMethod
@@ -93,8 +93,8 @@ type TokenSigner struct {
 	now    func() time.Time
 }
 
-// NewTokenSigner returns a signer for issuer with key (ECDSA P-256 or RSA).
-func NewTokenSigner(key crypto.Signer, issuer string) (*TokenSigner, error) {
+// NewSigner returns a signer for issuer with key (ECDSA P-256 or RSA).
+func NewSigner(key crypto.Signer, issuer string) (*Signer, error) {
 	if issuer == "" {
 		return nil, errors.New("service account issuer is required")
 	}
@@ -115,15 +115,18 @@ func NewTokenSigner(key crypto.Signer, issuer string) (*TokenSigner, error) {
 		return nil, fmt.Errorf("service account key: %w", err)
 	}
 	sum := sha256.Sum256(der) // upstream's key ID
-	return &TokenSigner{issuer: issuer, key: key, method: method,
+	return &Signer{issuer: issuer, key: key, method: method,
 		kid: base64.RawURLEncoding.EncodeToString(sum[:]), now: time.Now}, nil
 }
 
 // Issuer is the iss claim of the tokens.
-func (t *TokenSigner) Issuer() string { return t.issuer }
+func (t *Signer) Issuer() string { return t.issuer }
+
+// Now is the signer's clock: the time tokens are issued at.
+func (t *Signer) Now() time.Time { return t.now() }
 
 // Sign sets iss and signs the claims.
-func (t *TokenSigner) Sign(c *ServiceAccountClaims) (string, error) {
+func (t *Signer) Sign(c *ServiceAccountClaims) (string, error) {
 	c.Issuer = t.issuer
 	tok := jwt.NewWithClaims(t.method, c)
 	tok.Header["kid"] = t.kid
@@ -134,7 +137,7 @@ func (t *TokenSigner) Sign(c *ServiceAccountClaims) (string, error) {
 // no error) for tokens that are not JWTs from this issuer, which other
 // authenticators may know. Audiences and the objects named in the claims
 // are for the caller to check.
-func (t *TokenSigner) Verify(token string) (c *ServiceAccountClaims, recognised bool, err error) {
+func (t *Signer) Verify(token string) (c *ServiceAccountClaims, recognised bool, err error) {
 	var unverified ServiceAccountClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &unverified); err != nil || unverified.Issuer != t.issuer {
 		return nil, false, nil
