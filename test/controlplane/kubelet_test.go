@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 

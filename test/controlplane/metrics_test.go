@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 )
 
 // topTimeout bounds the wait for a node's second scrape (the shared

@@ -16,8 +16,12 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/admission"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
@@ -35,19 +39,19 @@ type Config struct {
 
 	// TokenSigner issues service account tokens (serviceaccounts/token);
 	// nil refuses TokenRequests.
-	TokenSigner *TokenSigner
+	TokenSigner *tokens.Signer
 	// TokenAuthenticator answers TokenReviews (the authentication in front
 	// of the server, without client certificates); nil authenticates none.
-	TokenAuthenticator TokenAuthenticatorFunc
+	TokenAuthenticator tokens.AuthenticatorFunc
 	// APIAudiences are the audiences the server accepts (kube-apiserver's
 	// --api-audiences); they default to the TokenSigner's issuer.
 	APIAudiences []string
 	// Kubelet is how logs, exec, attach, port-forward, nodes/proxy and
 	// the resource metrics scrapes reach the nodes' kubelet API.
-	Kubelet KubeletClientConfig
+	Kubelet kubeletproxy.ClientConfig
 	// Metrics is the registry /metrics serves: New registers the request
 	// and etcd metrics in it, and other in-process components (the
-	// scheduler) may add theirs. Nil makes one (NewMetricsRegistry). One
+	// scheduler) may add theirs. Nil makes one (apimetrics.NewRegistry). One
 	// registry serves one Server.
 	Metrics metrics.KubeRegistry
 	// MetricResolution is how often the nodes' resource metrics are
@@ -73,10 +77,11 @@ type Server struct {
 	services    serviceAllocator
 	admission   *admission.Chain
 	authorizers authz.Chain
-	kubelet     *kubeletClient
+	openAPI     *openapi.Server
+	kubelet     *kubeletproxy.Client
 
-	requests       *requestMetrics
-	metricsHandler http.Handler
+	requests       *apimetrics.Requests
+	metricsHandler *apimetrics.Endpoint
 	scraper        *resourcemetrics.Scraper // metrics.k8s.io
 
 	purgeMu sync.Mutex
@@ -103,11 +108,12 @@ func New(cfg Config) (*Server, error) {
 		purging:   map[string]bool{},
 	}
 	s.authorizers = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}})
+	s.openAPI = openapi.New(registry.All(), Version.GitVersion)
 	var err error
 	if s.admission, err = s.newAdmission(); err != nil {
 		return nil, err
 	}
-	if s.kubelet, err = newKubeletClient(cfg.Kubelet); err != nil {
+	if s.kubelet, err = kubeletproxy.NewClient(cfg.Kubelet); err != nil {
 		return nil, err
 	}
 	if s.scraper, err = s.newScraper(cfg.MetricResolution); err != nil {
@@ -150,13 +156,13 @@ func New(cfg Config) (*Server, error) {
 // stores materialize theirs, and returns the etcd ones.
 func (s *Server) setUpMetrics() *storage.Metrics {
 	if s.cfg.Metrics == nil {
-		s.cfg.Metrics = NewMetricsRegistry()
+		s.cfg.Metrics = apimetrics.NewRegistry()
 	}
-	s.requests = newRequestMetrics()
-	s.requests.register(s.cfg.Metrics)
+	s.requests = apimetrics.NewRequests()
+	s.requests.Register(s.cfg.Metrics)
 	etcd := storage.NewMetrics()
 	etcd.Register(s.cfg.Metrics)
-	s.metricsHandler = newMetricsHandler(s.cfg.Metrics)
+	s.metricsHandler = apimetrics.NewEndpoint(s.cfg.Metrics, s.authorizeMetrics)
 	return etcd
 }
 
@@ -211,7 +217,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveOpenAPI(w, r) || s.serveDiscovery(w, r) || s.serveMetrics(w, r) {
+	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.metricsHandler.Serve(w, r) {
 		return
 	}
 	ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
@@ -224,7 +230,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
 	}
-	s.instrument(w, r, res, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
+	s.requests.Instrument(w, r, res.Namespaced, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
 }
 
 // serveResource authorizes and serves a request for a known resource.

@@ -1,77 +1,55 @@
 package apiserver
 
 import (
-	"errors"
+	"context"
 	"net/http"
-	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
-// The subresources served by the node's kubelet, which the API server
-// proxies to it (upstream's "connect" subresources, plus pods/log which
-// upstream streams with a GET).
-var podStreams = []string{"log", "exec", "attach", "portforward"}
-
-// isConnect reports whether the request goes to a node's kubelet. These
-// requests are long-lived streams: they are served before the bounded
-// request context and the verb dispatch.
+// isConnect reports whether the request goes to a node's kubelet
+// (pods/log, exec, attach, portforward, nodes/proxy): long-lived streams,
+// served before the bounded request context and the verb dispatch.
 func (h *resourceHandler) isConnect() bool {
-	switch {
-	case h.res.GVK.Group != "":
-		return false
-	case h.res.Plural == "pods":
-		return slices.Contains(podStreams, h.ri.Subresource)
-	case h.res.Plural == "nodes":
-		return h.ri.Subresource == "proxy"
-	}
-	return false
+	return kubeletproxy.IsConnect(h.res.GVK.Group, h.res.Plural, h.ri.Subresource)
 }
 
-// connect serves pods/log, exec, attach, portforward and nodes/proxy.
+// connect hands the request to the kubelet proxy, which reads pods and
+// nodes from storage and authorizes its secondary checks as the server.
 func (h *resourceHandler) connect(w http.ResponseWriter, r *http.Request) {
-	var err error
-	switch h.ri.Subresource {
-	case "log":
-		err = h.podLog(w, r)
-	case "proxy":
-		err = h.nodeProxy(w, r)
-	default:
-		err = h.podStream(w, r)
-	}
+	p := &kubeletproxy.Proxy{Client: h.s.kubelet, Pods: storeGetter{h.s}, Nodes: storeGetter{h.s}, Authorizer: resourceAuthorizer{h.s, h.res}}
+	p.Serve(w, r, h.ri)
+}
+
+// storeGetter reads pods and nodes for the kubelet proxy.
+type storeGetter struct{ s *Server }
+
+func (g storeGetter) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	obj, err := g.s.store("/v1/pods").Get(ctx, namespace, name)
 	if err != nil {
-		responsewriters.WriteError(w, connectError(err))
+		return nil, err
 	}
+	return obj.(*v1.Pod), nil
 }
 
-// connectError gives errors that are not API statuses (dial failures,
-// missing node addresses) the status upstream gives them: a 500 whose
-// message is the error itself, which kubectl prints as
-// "Error from server: <message>".
-func connectError(err error) error {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return err
+func (g storeGetter) GetNode(ctx context.Context, name string) (*v1.Node, error) {
+	obj, err := g.s.store("/v1/nodes").Get(ctx, "", name)
+	if err != nil {
+		return nil, err
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error(),
-	}}
+	return obj.(*v1.Node), nil
 }
 
-// proxyResponder writes the upgrade-aware proxy's errors as statuses.
-type proxyResponder struct{}
-
-func (proxyResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
-	responsewriters.WriteError(w, connectError(err))
+// resourceAuthorizer authorizes other attributes of a request for res.
+type resourceAuthorizer struct {
+	s   *Server
+	res *registry.Resource
 }
 
-// allowMethods refuses other methods with upstream's 405.
-func (h *resourceHandler) allowMethods(r *http.Request, methods ...string) error {
-	if slices.Contains(methods, r.Method) {
-		return nil
-	}
-	return apierrors.NewMethodNotSupported(groupResource(h.res), r.Method)
+func (a resourceAuthorizer) Authorize(r *http.Request, ri request.Info) error {
+	return a.s.authorize(r, a.res, ri)
 }

@@ -24,11 +24,11 @@
 //
 // pods/log, exec, attach, portforward and nodes/proxy go to the node's
 // kubelet API (Config.Kubelet: its address from the Node's status, the
-// API server's client certificate): logs are streamed, connection
-// upgrades proxied end to end, except that WebSocket (v5) exec and attach
-// are translated to SPDY and WebSocket port-forward tunnels SPDY, as
-// upstream does for kubelets that speak only SPDY. kubelettest is a fake
-// kubelet for testing them.
+// API server's client certificate), served by package kubeletproxy: logs
+// are streamed, connection upgrades proxied end to end, except that
+// WebSocket (v5) exec and attach are translated to SPDY and WebSocket
+// port-forward tunnels SPDY, as upstream does for kubelets that speak
+// only SPDY. The OpenAPI documents are package openapi's.
 //
 // metrics.k8s.io/v1beta1 (nodes and pods: get and list, label and field
 // selectors, Table) is served built in, as metrics-server serves it

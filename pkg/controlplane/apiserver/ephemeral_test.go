@@ -219,19 +219,3 @@ func TestEphemeralContainersPodSecurity(t *testing.T) {
 		{"plain debug container", http.MethodPatch, path, `{"spec":{"ephemeralContainers":[{"name":"d","image":"busybox:1"}]}}`, http.StatusOK, ""},
 	})
 }
-
-func TestEphemeralContainersOpenAPI(t *testing.T) {
-	doc := v3GV(t, "api/v1")
-	path, ok := doc["paths"].(map[string]interface{})["/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers"].(map[string]interface{})
-	if !ok {
-		t.Fatal("no pods/{name}/ephemeralcontainers path")
-	}
-	// Upstream's operation IDs, which clients generated from the document use.
-	for method, id := range map[string]string{"get": "readCoreV1NamespacedPodEphemeralcontainers",
-		"put": "replaceCoreV1NamespacedPodEphemeralcontainers", "patch": "patchCoreV1NamespacedPodEphemeralcontainers"} {
-		op, _ := path[method].(map[string]interface{})
-		if op == nil || op["operationId"] != id {
-			t.Errorf("%s: %v, want operationId %s", method, op["operationId"], id)
-		}
-	}
-}

@@ -3,28 +3,19 @@ package apiserver
 import (
 	"net/http"
 	"strings"
-
-	"k8s.io/component-base/metrics"
-
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
-// metricsPath is where the server's own metrics are served.
-const metricsPath = "/metrics"
+// authorizeMetrics is the /metrics endpoint's authorization (through the
+// authorizer chain, as a non-resource path): the user's refusal, if any.
+func (s *Server) authorizeMetrics(r *http.Request) error {
+	return s.authorizePath(r, nonResourceVerb(r.Method))
+}
 
-// serveMetrics answers /metrics as kube-apiserver does: GET the metrics in
-// the Prometheus formats, DELETE to reset them. It reports whether the
-// request was for /metrics.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) bool {
-	if r.URL.Path != metricsPath {
-		return false
-	}
-	if err := s.authorizePath(r, nonResourceVerb(r.Method)); err != nil {
-		responsewriters.WriteError(w, err)
-		return true
-	}
-	s.metricsHandler.ServeHTTP(w, r)
-	return true
+// InstrumentPath records the requests of a non-resource path (the health
+// checks) in the server's request metrics, as upstream's healthz
+// handlers do.
+func (s *Server) InstrumentPath(path string, h http.Handler) http.Handler {
+	return s.requests.InstrumentPath(path, h)
 }
 
 // nonResourceVerb is the authorization verb of a non-resource request:
@@ -34,8 +25,4 @@ func nonResourceVerb(method string) string {
 		return "get"
 	}
 	return strings.ToLower(method)
-}
-
-func newMetricsHandler(reg metrics.KubeRegistry) http.Handler {
-	return metrics.HandlerWithReset(reg, metrics.HandlerOpts{})
 }

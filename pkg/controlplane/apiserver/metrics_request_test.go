@@ -13,47 +13,6 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/internal/metricstest"
 )
 
-func TestRequestMetricLabels(t *testing.T) {
-	for _, tc := range []struct {
-		method, target, contentType string
-		want                        requestLabels
-	}{
-		{"POST", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "POST", version: "v1", resource: "pods", scope: "resource"}},
-		{"GET", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "LIST", version: "v1", resource: "pods", scope: "namespace"}},
-		{"GET", "/api/v1/pods", "", requestLabels{verb: "LIST", version: "v1", resource: "pods", scope: "cluster"}},
-		{"GET", "/api/v1/namespaces/ns/pods/p", "", requestLabels{verb: "GET", version: "v1", resource: "pods", scope: "resource"}},
-		{"HEAD", "/api/v1/namespaces/ns/pods/p", "", requestLabels{verb: "GET", version: "v1", resource: "pods", scope: "resource"}},
-		{"GET", "/api/v1/namespaces/ns/pods?watch=true", "", requestLabels{verb: "WATCH", version: "v1", resource: "pods", scope: "namespace"}},
-		{"GET", "/api/v1/nodes?watch=1", "", requestLabels{verb: "WATCH", version: "v1", resource: "nodes", scope: "cluster"}},
-		{"GET", "/api/v1/namespaces/ns", "", requestLabels{verb: "GET", version: "v1", resource: "namespaces", scope: "resource"}},
-		{"PUT", "/api/v1/namespaces/ns/pods/p/status", "", requestLabels{verb: "PUT", version: "v1", resource: "pods", subresource: "status", scope: "resource"}},
-		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", "application/apply-patch+yaml", requestLabels{verb: "APPLY", group: "apps", version: "v1", resource: "deployments", scope: "resource"}},
-		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", "application/merge-patch+json", requestLabels{verb: "PATCH", group: "apps", version: "v1", resource: "deployments", scope: "resource"}},
-		{"DELETE", "/api/v1/namespaces/ns/pods", "", requestLabels{verb: "DELETE", version: "v1", resource: "pods", scope: "namespace"}},
-		{"GET", "/api/v1/namespaces/ns/pods/p/log", "", requestLabels{verb: "CONNECT", version: "v1", resource: "pods", subresource: "log", scope: "resource"}},
-		{"POST", "/api/v1/namespaces/ns/pods/p/exec?command=ls", "", requestLabels{verb: "CONNECT", version: "v1", resource: "pods", subresource: "exec", scope: "resource"}},
-		{"GET", "/api/v1/nodes/n1/proxy/metrics", "", requestLabels{verb: "CONNECT", version: "v1", resource: "nodes", subresource: "proxy", scope: "resource"}},
-		{"POST", "/api/v1/namespaces/ns/pods?dryRun=All&dryRun=All", "", requestLabels{verb: "POST", dryRun: "All", version: "v1", resource: "pods", scope: "resource"}},
-		{"POST", "/api/v1/namespaces/ns/pods?dryRun=yes", "", requestLabels{verb: "POST", dryRun: "invalid", version: "v1", resource: "pods", scope: "resource"}},
-		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods", "", requestLabels{verb: "LIST", group: "metrics.k8s.io", version: "v1beta1", resource: "pods", scope: "namespace"}},
-	} {
-		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
-			r := httptest.NewRequest(tc.method, tc.target, nil)
-			r.Header.Set("Content-Type", tc.contentType)
-			watch := r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1"
-			ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, watch)
-			res := testSrv.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]
-			if !ok || res == nil {
-				t.Fatalf("not a served resource: %+v", ri)
-			}
-			tc.want.component = "apiserver"
-			if got := resourceLabels(r, res, ri); got != tc.want {
-				t.Errorf("got %+v\nwant %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 // requestCount reads apiserver_request_total of the shared server.
 func requestCount(t *testing.T, labels map[string]string) float64 {
 	t.Helper()
@@ -125,7 +84,7 @@ func TestMetricsEndpoint(t *testing.T) {
 }
 
 func TestMetricsEndpointAuthorization(t *testing.T) {
-	h := newKubeletHarness(t, nil) // a server of its own: this test resets its metrics
+	h := newKubeletHarnessWith(t, nil, nil) // a server of its own: this test resets its metrics
 	for _, tc := range []struct {
 		user   request.User
 		method string

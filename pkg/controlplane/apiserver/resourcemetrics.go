@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -22,14 +20,11 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
-// resourceMetricsPath is the kubelet's resource metrics endpoint.
-const resourceMetricsPath = "/metrics/resource"
-
 // newScraper scrapes the Ready nodes' kubelets for metrics.k8s.io.
 func (s *Server) newScraper(resolution time.Duration) (*resourcemetrics.Scraper, error) {
 	return resourcemetrics.New(resourcemetrics.Config{
 		Nodes:      s.readyNodes,
-		Fetch:      s.fetchResourceMetrics,
+		Fetch:      s.kubelet.ResourceMetrics,
 		Resolution: resolution,
 		Logger:     s.cfg.Logger,
 	})
@@ -58,31 +53,6 @@ func nodeReady(node *v1.Node) bool {
 		}
 	}
 	return false
-}
-
-// fetchResourceMetrics GETs the node's /metrics/resource with the API
-// server's kubelet client certificate (the agent authorizes it for
-// nodes/metrics), in the Prometheus text format.
-func (s *Server) fetchResourceMetrics(ctx context.Context, node *v1.Node) (io.ReadCloser, error) {
-	ep, err := s.kubeletEndpoint(node)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url(resourceMetricsPath, nil).String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.kubelet.transport.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET %s: %s: %s", req.URL, resp.Status, msg)
-	}
-	return resp.Body, nil
 }
 
 // serveResourceMetrics answers get and list of metrics.k8s.io nodes and

@@ -17,7 +17,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -17,16 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 )
-
-// TokenRequest limits and default, as upstream's.
-const (
-	defaultTokenSeconds = 3600
-	minTokenSeconds     = 10 * 60
-	maxTokenSeconds     = 1 << 32
-)
-
-var tokenRequestGVK = authnv1.SchemeGroupVersion.WithKind("TokenRequest")
 
 // apiAudiences are the audiences the API server accepts.
 func (s *Server) apiAudiences() []string {
@@ -56,7 +47,7 @@ func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter
 		return err
 	}
 	ns, name := h.ri.Namespace, h.ri.Name
-	gk := tokenRequestGVK.GroupKind()
+	gk := tokens.TokenRequestGVK.GroupKind()
 	if req.Name != "" && req.Name != name {
 		return apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
@@ -74,27 +65,17 @@ func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter
 	}
 	if req.Spec.ExpirationSeconds == nil { // v1 defaulting
 		req.Spec.ExpirationSeconds = new(int64)
-		*req.Spec.ExpirationSeconds = defaultTokenSeconds
+		*req.Spec.ExpirationSeconds = tokens.DefaultExpirationSeconds
 	}
 	req.Name, req.Namespace = sa.Name, sa.Namespace
-	now := signer.now()
+	now := signer.Now()
 	req.CreationTimestamp = metav1.NewTime(now)
 	req.Status = authnv1.TokenRequestStatus{}
-	if errs := validateTokenRequest(&req); len(errs) != 0 {
+	if errs := tokens.ValidateTokenRequest(&req); len(errs) != 0 {
 		return apierrors.NewInvalid(gk, "", errs)
 	}
 
-	claims := &ServiceAccountClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   ServiceAccountUserPrefix + sa.Namespace + ":" + sa.Name,
-			Audience:  jwt.ClaimStrings(req.Spec.Audiences),
-			ExpiresAt: jwt.NewNumericDate(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
-			IssuedAt:  jwt.NewNumericDate(now),
-			NotBefore: jwt.NewNumericDate(now),
-			ID:        string(newUID()),
-		},
-		Kubernetes: KubernetesClaim{Namespace: sa.Namespace, ServiceAccount: ObjectRef{Name: sa.Name, UID: string(sa.UID)}},
-	}
+	claims := tokens.NewClaims(sa, req.Spec.Audiences, now, time.Duration(*req.Spec.ExpirationSeconds)*time.Second, string(newUID()))
 	if ref := req.Spec.BoundObjectRef; ref != nil {
 		if err := h.s.bindToken(ctx, claims, ns, name, ref); err != nil {
 			return err
@@ -108,26 +89,14 @@ func (h *resourceHandler) createToken(ctx context.Context, w http.ResponseWriter
 		Token:               tok,
 		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
 	}
-	req.APIVersion, req.Kind = tokenRequestGVK.GroupVersion().String(), tokenRequestGVK.Kind
+	req.APIVersion, req.Kind = tokens.TokenRequestGVK.GroupVersion().String(), tokens.TokenRequestGVK.Kind
 	responsewriters.WriteJSON(w, http.StatusCreated, &req)
 	return nil
 }
 
-// validateTokenRequest is upstream's ValidateTokenRequest.
-func validateTokenRequest(req *authnv1.TokenRequest) field.ErrorList {
-	var errs field.ErrorList
-	p := field.NewPath("spec", "expirationSeconds")
-	if exp := *req.Spec.ExpirationSeconds; exp < minTokenSeconds {
-		errs = append(errs, field.Invalid(p, exp, "may not specify a duration less than 10 minutes"))
-	} else if exp > maxTokenSeconds {
-		errs = append(errs, field.TooLong(p, exp, maxTokenSeconds))
-	}
-	return errs
-}
-
 // bindToken checks the bound object and puts it into the claims: a pod
 // running as the service account (and its node, when it has one).
-func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saName string, ref *authnv1.BoundObjectReference) error {
+func (s *Server) bindToken(ctx context.Context, c *tokens.ServiceAccountClaims, ns, saName string, ref *authnv1.BoundObjectReference) error {
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 	if gvk.Group != "" || gvk.Kind != "Pod" {
 		return responsewriters.BadRequest("cannot bind token to object of type %s", gvk.String())
@@ -144,16 +113,16 @@ func (s *Server) bindToken(ctx context.Context, c *ServiceAccountClaims, ns, saN
 		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
 			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
-	c.Kubernetes.Pod = &ObjectRef{Name: pod.Name, UID: string(pod.UID)}
+	var nodeUID string
 	if node := pod.Spec.NodeName; node != "" {
-		c.Kubernetes.Node = &ObjectRef{Name: node}
 		switch obj, err := s.store("/v1/nodes").Get(ctx, "", node); {
 		case err == nil:
-			c.Kubernetes.Node.UID = string(obj.(*v1.Node).UID)
+			nodeUID = string(obj.(*v1.Node).UID)
 		case !apierrors.IsNotFound(err): // a missing node keeps just its name, as upstream
 			return apierrors.NewInternalError(err)
 		}
 	}
+	c.BindPod(pod, nodeUID)
 	return nil
 }
 
@@ -179,7 +148,7 @@ func (s *Server) reviewToken(ctx context.Context, tr *authnv1.TokenReview) error
 	if !ok {
 		return nil
 	}
-	if len(auds) > 0 && len(IntersectAudiences(auds, res.Audiences)) == 0 {
+	if len(auds) > 0 && len(tokens.IntersectAudiences(auds, res.Audiences)) == 0 {
 		s.cfg.Logger.Error("error validating audience", "want", auds, "got", res.Audiences)
 		return apierrors.NewInternalError(errors.New("error validating audiences"))
 	}

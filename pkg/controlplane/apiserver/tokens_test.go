@@ -2,11 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -15,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,108 +18,16 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens/tokenstest"
 )
 
-func newTestSigner(t *testing.T) *TokenSigner {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewTokenSigner(key, DefaultServiceAccountIssuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func testClaims(now time.Time, ttl time.Duration) *ServiceAccountClaims {
-	return &ServiceAccountClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   "system:serviceaccount:ns:sa",
-			Audience:  jwt.ClaimStrings{DefaultServiceAccountIssuer},
-			IssuedAt:  jwt.NewNumericDate(now),
-			NotBefore: jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
-			ID:        "jti-1",
-		},
-		Kubernetes: KubernetesClaim{Namespace: "ns", ServiceAccount: ObjectRef{Name: "sa", UID: "uid-1"}},
-	}
-}
-
-func TestTokenSignerVerify(t *testing.T) {
-	s := newTestSigner(t)
-	now := time.Now()
-	good, err := s.Sign(testClaims(now, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, ours, err := s.Verify(good)
-	if err != nil || !ours {
-		t.Fatalf("Verify(good) = %v, %v", ours, err)
-	}
-	if c.Issuer != DefaultServiceAccountIssuer || c.Kubernetes.ServiceAccount.UID != "uid-1" || c.ID != "jti-1" {
-		t.Errorf("claims = %+v", c)
-	}
-
-	expired, _ := s.Sign(testClaims(now.Add(-2*time.Hour), time.Hour))
-	if _, ours, err := s.Verify(expired); !ours || err == nil || err.Error() != "service account token has expired" {
-		t.Errorf("expired: ours=%v err=%v", ours, err)
-	}
-	future, _ := s.Sign(testClaims(now.Add(time.Hour), time.Hour))
-	if _, ours, err := s.Verify(future); !ours || err == nil {
-		t.Errorf("not yet valid: ours=%v err=%v", ours, err)
-	}
-
-	other := newTestSigner(t) // same issuer, another key
-	forged, _ := other.Sign(testClaims(now, time.Hour))
-	if _, ours, err := s.Verify(forged); !ours || err == nil || !strings.Contains(err.Error(), "cryptographic primitive") {
-		t.Errorf("wrong signature: ours=%v err=%v", ours, err)
-	}
-	parts := strings.Split(good, ".")
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload = []byte(strings.Replace(string(payload), "uid-1", "uid-2", 1))
-	tampered := parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
-	if _, ours, err := s.Verify(tampered); !ours || err == nil {
-		t.Errorf("tampered token: ours=%v err=%v", ours, err)
-	}
-
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign, _ := NewTokenSigner(rsaKey, "https://elsewhere.example")
-	elsewhere, _ := foreign.Sign(testClaims(now, time.Hour))
-	for name, tok := range map[string]string{"other issuer": elsewhere, "garbage": "not-a-jwt", "static": "s3cret"} {
-		if _, ours, err := s.Verify(tok); ours || err != nil {
-			t.Errorf("%s: ours=%v err=%v, want not recognised", name, ours, err)
-		}
-	}
-
-	bad := testClaims(now, time.Hour)
-	bad.Subject = "system:serviceaccount:ns:other"
-	mismatch, _ := s.Sign(bad)
-	if _, _, err := s.Verify(mismatch); err == nil {
-		t.Error("subject not matching the kubernetes.io claim verified")
-	}
-}
-
-func TestCheckAudiences(t *testing.T) {
-	if got, err := CheckAudiences([]string{"a", "b"}, []string{"b", "c"}); err != nil || !slices.Equal(got, []string{"b"}) {
-		t.Errorf("CheckAudiences = %v, %v", got, err)
-	}
-	_, err := CheckAudiences([]string{"a"}, []string{"c"})
-	if err == nil || err.Error() != `token audiences ["a"] is invalid for the target audiences ["c"]` {
-		t.Errorf("err = %v", err)
-	}
-}
+// newTestSigner is a signer with a fresh key for the default issuer.
+func newTestSigner(t *testing.T) *tokens.Signer { return tokenstest.NewSigner(t) }
 
 // tokenServer is a second API server on the shared etcd, with a signer
 // and a stub token authenticator.
-func tokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc) *kubernetes.Clientset {
+func tokenServer(t *testing.T, signer *tokens.Signer, authn tokens.AuthenticatorFunc) *kubernetes.Clientset {
 	t.Helper()
 	s := newTokenServer(t, signer, authn)
 	srv := httptest.NewServer(s.Handler())
@@ -134,7 +36,7 @@ func tokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc
 }
 
 // newTokenServer runs the second API server until the test ends.
-func newTokenServer(t *testing.T, signer *TokenSigner, authn TokenAuthenticatorFunc) *Server {
+func newTokenServer(t *testing.T, signer *tokens.Signer, authn tokens.AuthenticatorFunc) *Server {
 	t.Helper()
 	s, err := New(Config{Etcd: testSrv.cfg.Etcd, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TokenSigner: signer, TokenAuthenticator: authn})
@@ -168,7 +70,7 @@ func TestTokenRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tr.Status.Token == "" || tr.Spec.ExpirationSeconds == nil || *tr.Spec.ExpirationSeconds != 3600 ||
-		!slices.Equal(tr.Spec.Audiences, []string{DefaultServiceAccountIssuer}) || tr.Name != "default" || tr.Namespace != ns {
+		!slices.Equal(tr.Spec.Audiences, []string{tokens.DefaultServiceAccountIssuer}) || tr.Name != "default" || tr.Namespace != ns {
 		t.Errorf("token request = %+v", tr)
 	}
 	if exp := tr.Status.ExpirationTimestamp.Time; exp.Before(before.Add(time.Hour)) || exp.After(time.Now().Add(time.Hour)) {
@@ -180,7 +82,7 @@ func TestTokenRequest(t *testing.T) {
 	}
 	if c.Subject != "system:serviceaccount:"+ns+":default" || c.Kubernetes.ServiceAccount.UID != string(sa.UID) ||
 		c.Kubernetes.Namespace != ns || c.Kubernetes.Pod != nil || c.ID == "" || c.NotBefore == nil || c.IssuedAt == nil ||
-		!slices.Equal([]string(c.Audience), []string{DefaultServiceAccountIssuer}) {
+		!slices.Equal([]string(c.Audience), []string{tokens.DefaultServiceAccountIssuer}) {
 		t.Errorf("claims = %+v", c)
 	}
 	if got := c.ExpiresAt.Sub(c.IssuedAt.Time); got != time.Hour {
@@ -284,16 +186,16 @@ func TestTokenRequestWithoutSigner(t *testing.T) {
 
 func TestTokenReview(t *testing.T) {
 	var gotAuds []string
-	cs := tokenServer(t, newTestSigner(t), func(_ context.Context, token string, auds []string) (TokenResult, bool, error) {
+	cs := tokenServer(t, newTestSigner(t), func(_ context.Context, token string, auds []string) (tokens.Result, bool, error) {
 		gotAuds = auds
 		switch token {
 		case "good":
-			return TokenResult{User: request.User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}, UID: "1",
+			return tokens.Result{User: request.User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}, UID: "1",
 				Extra: map[string][]string{"k": {"v"}}, Audiences: auds}, true, nil
 		case "wrong-auds":
-			return TokenResult{User: request.User{Name: "alice"}, Audiences: []string{"elsewhere"}}, true, nil
+			return tokens.Result{User: request.User{Name: "alice"}, Audiences: []string{"elsewhere"}}, true, nil
 		}
-		return TokenResult{}, false, errorString("invalid bearer token")
+		return tokens.Result{}, false, errorString("invalid bearer token")
 	})
 	review := func(token string, auds ...string) (*authnv1.TokenReview, error) {
 		return cs.AuthenticationV1().TokenReviews().Create(ctxT(t),
@@ -306,7 +208,7 @@ func TestTokenReview(t *testing.T) {
 	st := tr.Status
 	if !st.Authenticated || st.Error != "" || st.User.Username != "alice" || st.User.UID != "1" ||
 		!slices.Equal(st.User.Groups, []string{"devs", "system:authenticated"}) || st.User.Extra["k"][0] != "v" ||
-		!slices.Equal(st.Audiences, []string{DefaultServiceAccountIssuer}) || !slices.Equal(gotAuds, []string{DefaultServiceAccountIssuer}) {
+		!slices.Equal(st.Audiences, []string{tokens.DefaultServiceAccountIssuer}) || !slices.Equal(gotAuds, []string{tokens.DefaultServiceAccountIssuer}) {
 		t.Errorf("status = %+v (audiences asked %v)", st, gotAuds)
 	}
 	if tr, err = review("good", "vault"); err != nil || !slices.Equal(tr.Status.Audiences, []string{"vault"}) {

@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubelettest"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
 )
 
 // fakeKubelets answer Fetch: "up" with a constant 500m load on a clock

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 )
 
 // groupAuthenticated is added to every authenticated user, as upstream does.
@@ -78,14 +78,14 @@ func authenticate(tokens tokenUsers, next http.Handler) http.Handler {
 }
 
 // authenticateWith is authenticate with the whole bearer token chain.
-func authenticateWith(tokens *tokenAuthenticator, next http.Handler) http.Handler {
+func authenticateWith(chain *tokenAuthenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := certUser(r)
 		if ok {
 			u.Groups = append(u.Groups, groupAuthenticated)
 		} else if token, bearer := bearerToken(r); bearer {
-			var res apiserver.TokenResult
-			if res, ok, _ = tokens.authenticateToken(r.Context(), token, nil); ok {
+			var res tokens.Result
+			if res, ok, _ = chain.authenticateToken(r.Context(), token, nil); ok {
 				u = res.User
 				r = r.Clone(r.Context())
 				r.Header.Del("Authorization") // as upstream: not passed on
@@ -114,7 +114,7 @@ var errInvalidBearerToken = errors.New("invalid bearer token")
 
 // authenticateToken authenticates a bearer token for audiences (nil: the
 // API server's). It is apiserver.Config.TokenAuthenticator too.
-func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string, audiences []string) (apiserver.TokenResult, bool, error) {
+func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string, audiences []string) (tokens.Result, bool, error) {
 	if audiences == nil {
 		audiences = a.apiAudiences
 	}
@@ -122,11 +122,11 @@ func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string
 	if u, ok := a.static[token]; ok {
 		auds := audiences
 		if len(a.apiAudiences) > 0 {
-			auds = apiserver.IntersectAudiences(audiences, a.apiAudiences)
+			auds = tokens.IntersectAudiences(audiences, a.apiAudiences)
 		}
 		if len(auds) > 0 || len(a.apiAudiences) == 0 {
 			u.Groups = append(append([]string(nil), u.Groups...), groupAuthenticated)
-			return apiserver.TokenResult{User: u, Audiences: auds}, true, nil
+			return tokens.Result{User: u, Audiences: auds}, true, nil
 		}
 	}
 	if a.sa != nil {
@@ -140,9 +140,9 @@ func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string
 		}
 	}
 	if len(errs) == 0 {
-		return apiserver.TokenResult{}, false, errInvalidBearerToken
+		return tokens.Result{}, false, errInvalidBearerToken
 	}
-	return apiserver.TokenResult{}, false, utilerrors.NewAggregate(errs)
+	return tokens.Result{}, false, utilerrors.NewAggregate(errs)
 }
 
 // certUser maps a client certificate that verified against the CA (with

@@ -15,7 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
@@ -90,7 +90,7 @@ type serviceAccountLookup interface {
 // saTokenAuthenticator authenticates bound service account tokens, as
 // upstream's JWT token authenticator with its service account validator.
 type saTokenAuthenticator struct {
-	signer *apiserver.TokenSigner
+	signer *tokens.Signer
 	lookup serviceAccountLookup
 	// implicitAuds are the API server's audiences: the default target, and
 	// what a token without audiences is for.
@@ -100,13 +100,13 @@ type saTokenAuthenticator struct {
 // authenticate checks a token: signed by our key for our issuer, in time,
 // for one of the target audiences (nil: the API server's), and naming a
 // service account (and pod) that still exist with the same UIDs.
-func (a *saTokenAuthenticator) authenticate(ctx context.Context, token string, target []string) (apiserver.TokenResult, bool, error) {
+func (a *saTokenAuthenticator) authenticate(ctx context.Context, token string, target []string) (tokens.Result, bool, error) {
 	c, ours, err := a.signer.Verify(token)
 	if !ours {
-		return apiserver.TokenResult{}, false, nil
+		return tokens.Result{}, false, nil
 	}
 	if err != nil {
-		return apiserver.TokenResult{}, false, err
+		return tokens.Result{}, false, err
 	}
 	tokenAuds := []string(c.Audience)
 	if len(tokenAuds) == 0 {
@@ -115,41 +115,41 @@ func (a *saTokenAuthenticator) authenticate(ctx context.Context, token string, t
 	if target == nil {
 		target = a.implicitAuds
 	}
-	auds, err := apiserver.CheckAudiences(tokenAuds, target)
+	auds, err := tokens.CheckAudiences(tokenAuds, target)
 	if err != nil {
-		return apiserver.TokenResult{}, false, err
+		return tokens.Result{}, false, err
 	}
 	k := c.Kubernetes
 	uid, err := a.lookup.LookupServiceAccount(ctx, k.Namespace, k.ServiceAccount.Name)
 	if err != nil {
-		return apiserver.TokenResult{}, false, err
+		return tokens.Result{}, false, err
 	}
 	if uid != k.ServiceAccount.UID {
-		return apiserver.TokenResult{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", uid, k.ServiceAccount.UID)
+		return tokens.Result{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", uid, k.ServiceAccount.UID)
 	}
 	extra := map[string][]string{}
 	if c.ID != "" {
-		extra[apiserver.ExtraCredentialID] = []string{"JTI=" + c.ID}
+		extra[tokens.ExtraCredentialID] = []string{"JTI=" + c.ID}
 	}
 	if p := k.Pod; p != nil {
 		podUID, err := a.lookup.LookupPod(ctx, k.Namespace, p.Name)
 		if err != nil {
-			return apiserver.TokenResult{}, false, err
+			return tokens.Result{}, false, err
 		}
 		if podUID != p.UID {
-			return apiserver.TokenResult{}, false, fmt.Errorf("pod UID (%s) does not match claim (%s)", podUID, p.UID)
+			return tokens.Result{}, false, fmt.Errorf("pod UID (%s) does not match claim (%s)", podUID, p.UID)
 		}
-		extra[apiserver.ExtraPodName] = []string{p.Name}
-		extra[apiserver.ExtraPodUID] = []string{p.UID}
+		extra[tokens.ExtraPodName] = []string{p.Name}
+		extra[tokens.ExtraPodUID] = []string{p.UID}
 	}
 	if n := k.Node; n != nil {
-		extra[apiserver.ExtraNodeName] = []string{n.Name}
+		extra[tokens.ExtraNodeName] = []string{n.Name}
 		if n.UID != "" {
-			extra[apiserver.ExtraNodeUID] = []string{n.UID}
+			extra[tokens.ExtraNodeUID] = []string{n.UID}
 		}
 	}
-	return apiserver.TokenResult{
-		User:      apiserver.ServiceAccountUser(k.Namespace, k.ServiceAccount.Name),
+	return tokens.Result{
+		User:      tokens.ServiceAccountUser(k.Namespace, k.ServiceAccount.Name),
 		UID:       uid,
 		Extra:     extra,
 		Audiences: auds,

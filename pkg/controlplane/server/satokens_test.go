@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens/tokenstest"
 )
 
 // fakeLookup holds service account and pod UIDs by "ns/name".
@@ -38,34 +37,21 @@ func (f *fakeLookup) LookupPod(_ context.Context, ns, name string) (string, erro
 	return "", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
 
-func testSigner(t *testing.T) *apiserver.TokenSigner {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := apiserver.NewTokenSigner(key, apiserver.DefaultServiceAccountIssuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+type claimOpt func(*tokens.ServiceAccountClaims)
 
-type claimOpt func(*apiserver.ServiceAccountClaims)
-
-func signToken(t *testing.T, s *apiserver.TokenSigner, opts ...claimOpt) string {
+func signToken(t *testing.T, s *tokens.Signer, opts ...claimOpt) string {
 	t.Helper()
 	now := time.Now()
-	c := &apiserver.ServiceAccountClaims{
+	c := &tokens.ServiceAccountClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   "system:serviceaccount:default:default",
-			Audience:  jwt.ClaimStrings{apiserver.DefaultServiceAccountIssuer},
+			Audience:  jwt.ClaimStrings{tokens.DefaultServiceAccountIssuer},
 			IssuedAt:  jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),
 			ID:        "jti",
 		},
-		Kubernetes: apiserver.KubernetesClaim{Namespace: "default", ServiceAccount: apiserver.ObjectRef{Name: "default", UID: "sa-uid"}},
+		Kubernetes: tokens.KubernetesClaim{Namespace: "default", ServiceAccount: tokens.ObjectRef{Name: "default", UID: "sa-uid"}},
 	}
 	for _, o := range opts {
 		o(c)
@@ -78,18 +64,18 @@ func signToken(t *testing.T, s *apiserver.TokenSigner, opts ...claimOpt) string 
 }
 
 func boundTo(pod, uid, node string) claimOpt {
-	return func(c *apiserver.ServiceAccountClaims) {
-		c.Kubernetes.Pod = &apiserver.ObjectRef{Name: pod, UID: uid}
+	return func(c *tokens.ServiceAccountClaims) {
+		c.Kubernetes.Pod = &tokens.ObjectRef{Name: pod, UID: uid}
 		if node != "" {
-			c.Kubernetes.Node = &apiserver.ObjectRef{Name: node}
+			c.Kubernetes.Node = &tokens.ObjectRef{Name: node}
 		}
 	}
 }
 
 func TestServiceAccountTokenAuthentication(t *testing.T) {
-	signer := testSigner(t)
+	signer := tokenstest.NewSigner(t)
 	lookup := &fakeLookup{sas: map[string]string{"default/default": "sa-uid"}, pods: map[string]string{"default/web": "pod-uid"}}
-	auds := []string{apiserver.DefaultServiceAccountIssuer}
+	auds := []string{tokens.DefaultServiceAccountIssuer}
 	chain := &tokenAuthenticator{
 		static:       tokenUsers{"s3cret": {Name: "alice", Groups: []string{"devs"}}},
 		sa:           &saTokenAuthenticator{signer: signer, lookup: lookup, implicitAuds: auds},
@@ -103,7 +89,7 @@ func TestServiceAccountTokenAuthentication(t *testing.T) {
 		t.Fatalf("valid token: ok=%v err=%v", ok, err)
 	}
 	if res.User.Name != "system:serviceaccount:default:default" || !slices.Equal(res.User.Groups, wantGroups) ||
-		res.UID != "sa-uid" || !slices.Equal(res.Audiences, auds) || res.Extra[apiserver.ExtraCredentialID][0] != "JTI=jti" {
+		res.UID != "sa-uid" || !slices.Equal(res.Audiences, auds) || res.Extra[tokens.ExtraCredentialID][0] != "JTI=jti" {
 		t.Errorf("result = %+v", res)
 	}
 
@@ -111,33 +97,33 @@ func TestServiceAccountTokenAuthentication(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("bound token: ok=%v err=%v", ok, err)
 	}
-	if res.Extra[apiserver.ExtraPodName][0] != "web" || res.Extra[apiserver.ExtraPodUID][0] != "pod-uid" || res.Extra[apiserver.ExtraNodeName][0] != "node-a" {
+	if res.Extra[tokens.ExtraPodName][0] != "web" || res.Extra[tokens.ExtraPodUID][0] != "pod-uid" || res.Extra[tokens.ExtraNodeName][0] != "node-a" {
 		t.Errorf("bound extra = %v", res.Extra)
 	}
 
 	// Audiences: a token for vault is not for the API server, but a review for vault accepts it.
-	vault := signToken(t, signer, func(c *apiserver.ServiceAccountClaims) { c.Audience = jwt.ClaimStrings{"vault"} })
+	vault := signToken(t, signer, func(c *tokens.ServiceAccountClaims) { c.Audience = jwt.ClaimStrings{"vault"} })
 	if res, ok, err := chain.authenticateToken(ctx, vault, []string{"vault"}); !ok || err != nil || !slices.Equal(res.Audiences, []string{"vault"}) {
 		t.Errorf("vault token for vault: %+v ok=%v err=%v", res, ok, err)
 	}
 
-	other := testSigner(t)
+	other := tokenstest.NewSigner(t)
 	rejected := map[string]struct {
 		token string
 		err   string
 	}{
-		"expired": {signToken(t, signer, func(c *apiserver.ServiceAccountClaims) {
+		"expired": {signToken(t, signer, func(c *tokens.ServiceAccountClaims) {
 			c.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-2 * time.Minute))
 			c.IssuedAt = jwt.NewNumericDate(time.Now().Add(-time.Hour))
 			c.NotBefore = c.IssuedAt
 		}), "service account token has expired"},
 		"wrong signature": {signToken(t, other), "error in cryptographic primitive"},
 		"wrong audience":  {vault, `token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]`},
-		"deleted service account": {signToken(t, signer, func(c *apiserver.ServiceAccountClaims) {
+		"deleted service account": {signToken(t, signer, func(c *tokens.ServiceAccountClaims) {
 			c.Subject = "system:serviceaccount:default:gone"
 			c.Kubernetes.ServiceAccount.Name = "gone"
 		}), `serviceaccounts "gone" not found`},
-		"recreated service account": {signToken(t, signer, func(c *apiserver.ServiceAccountClaims) {
+		"recreated service account": {signToken(t, signer, func(c *tokens.ServiceAccountClaims) {
 			c.Kubernetes.ServiceAccount.UID = "old-uid"
 		}), "service account UID (sa-uid) does not match claim (old-uid)"},
 		"deleted bound pod":   {signToken(t, signer, boundTo("gone", "x", "")), `pods "gone" not found`},

@@ -20,6 +20,9 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
+	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
@@ -59,7 +62,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
 	}
-	tokens, err := loadTokenFile(filepath.Join(cfg.DataDir, TokenFile))
+	staticTokens, err := loadTokenFile(filepath.Join(cfg.DataDir, TokenFile))
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
@@ -67,13 +70,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
-	signer, err := apiserver.NewTokenSigner(saKey, apiserver.DefaultServiceAccountIssuer)
+	signer, err := tokens.NewSigner(saKey, tokens.DefaultServiceAccountIssuer)
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
 	apiAudiences := []string{signer.Issuer()}
 	saTokens := &saTokenAuthenticator{signer: signer, implicitAuds: apiAudiences}
-	tokenAuthn := &tokenAuthenticator{static: tokens, sa: saTokens, apiAudiences: apiAudiences}
+	tokenAuthn := &tokenAuthenticator{static: staticTokens, sa: saTokens, apiAudiences: apiAudiences}
 
 	kubeletCAs, err := cfg.kubeletCAs(p)
 	if err != nil {
@@ -108,14 +111,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// context ends only after HTTP has stopped), then etcd (deferred above).
 	// One registry for /metrics: the API server's and etcd's metrics, the
 	// in-process scheduler's, the process and Go collectors.
-	metricsRegistry := apiserver.NewMetricsRegistry()
+	metricsRegistry := apimetrics.NewRegistry()
 	api, err := apiserver.New(apiserver.Config{
 		Etcd:               store.Client(),
 		Logger:             log.With("component", "apiserver"),
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
 		APIAudiences:       apiAudiences,
-		Kubelet:            apiserver.KubeletClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
+		Kubelet:            kubeletproxy.ClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
 		Metrics:            metricsRegistry,
 		MetricResolution:   cfg.MetricResolution,
 	})
