@@ -53,6 +53,9 @@ type Config struct {
 	// scraped for metrics.k8s.io (metrics-server's --metric-resolution;
 	// zero means its default, 15s).
 	MetricResolution time.Duration
+	// Registry describes the served resources; nil makes one on the real
+	// clock (registry.New).
+	Registry *registry.Registry
 }
 
 // Keys of the resources the server itself uses.
@@ -93,6 +96,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = registry.New(registry.Config{})
+	}
 	s := &Server{
 		cfg:       cfg,
 		resources: map[string]*registry.Resource{},
@@ -111,10 +117,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	etcdMetrics := s.setUpMetrics()
-	for _, res := range registry.ResourceMetrics() {
+	for _, res := range cfg.Registry.ResourceMetrics() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 	}
-	for _, res := range registry.All() {
+	for _, res := range cfg.Registry.All() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 		if res.Virtual {
 			continue

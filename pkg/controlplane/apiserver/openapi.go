@@ -61,7 +61,7 @@ func buildOpenAPI() *openAPIDocs {
 
 	byGV := map[string][]*oaPath{}
 	var all []*oaPath
-	for _, res := range registry.All() {
+	for _, res := range registry.New(registry.Config{}).All() {
 		gv := res.GVK.GroupVersion()
 		paths := resourcePaths(res, def)
 		byGV[gvPath(gv)] = append(byGV[gvPath(gv)], paths...)

@@ -16,4 +16,11 @@
 // layer's business, as are the allocation of service cluster IPs and node
 // ports and the semantics of the connect/action subresources (log, exec,
 // binding, eviction, token ...), which are only listed here.
+//
+// New builds a Registry: every resource, made by a constructor function
+// (a builder method per resource) with its hooks, fixed once New returns.
+// There is no package-level state: the Registry's Config.Clock (real by
+// default, a fake one in tests) gives Table's AGE columns and the times
+// hooks stamp into objects. The API server takes the Registry in its
+// Config and serves All, Get and ResourceMetrics.
 package registry

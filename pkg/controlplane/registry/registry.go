@@ -1,7 +1,7 @@
 package registry
 
 import (
-	"sync"
+	"slices"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 )
-
-// Now is the clock Table uses for AGE and other relative times.
-var Now = time.Now
 
 // Resource describes one served resource and its per-resource behaviour.
 type Resource struct {
@@ -111,32 +109,71 @@ var (
 	categoriesAll = []string{"all"}
 )
 
-// All returns every served resource, in a stable order.
-func All() []*Resource {
-	return []*Resource{
-		pods, namespaces, nodes, coreEvents, configMaps, secrets, serviceAccounts, services, endpoints,
-		endpointSlices,
-		persistentVolumes, persistentVolumeClaims,
-		leases,
-		deployments, replicaSets,
-		storageClasses,
-		certificateSigningRequests,
-		eventsV1,
-		tokenReviews, selfSubjectAccessReviews, subjectAccessReviews,
-	}
+// Config configures a Registry.
+type Config struct {
+	// Clock gives Table's AGE and other relative times, and the times
+	// hooks stamp into objects (condition and phase transitions). Nil is
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
-var index = sync.OnceValue(func() map[schema.GroupVersionResource]*Resource {
-	m := map[schema.GroupVersionResource]*Resource{}
-	for _, r := range All() {
-		m[r.GroupVersionResource()] = r
-	}
-	return m
-})
+// Registry holds the served resources. Its resources and their hooks are
+// fixed once New returns; a Registry is safe for concurrent use.
+type Registry struct {
+	clock   clock.PassiveClock
+	all     []*Resource
+	metrics []*Resource
+	byGVR   map[schema.GroupVersionResource]*Resource
+}
 
-// Lookup returns the resource served at group/version/plural, or nil.
-func Lookup(group, version, plural string) *Resource {
-	return index()[schema.GroupVersionResource{Group: group, Version: version, Resource: plural}]
+// New builds the resources.
+func New(cfg Config) *Registry {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	b := &builder{clock: cfg.Clock}
+	r := &Registry{
+		clock: cfg.Clock,
+		all: []*Resource{
+			b.pods(), b.namespaces(), b.nodes(), b.coreEvents(), b.configMaps(), b.secrets(), b.serviceAccounts(), b.services(), b.endpoints(),
+			b.endpointSlices(),
+			b.persistentVolumes(), b.persistentVolumeClaims(),
+			b.leases(),
+			b.deployments(), b.replicaSets(),
+			b.storageClasses(),
+			b.certificateSigningRequests(),
+			b.eventsV1(),
+			b.tokenReviews(), b.selfSubjectAccessReviews(), b.subjectAccessReviews(),
+		},
+		metrics: []*Resource{b.nodeMetrics(), b.podMetrics()},
+		byGVR:   map[schema.GroupVersionResource]*Resource{},
+	}
+	for _, res := range r.all {
+		r.byGVR[res.GroupVersionResource()] = res
+	}
+	return r
+}
+
+// builder makes the resources; its clock is the Registry's.
+type builder struct {
+	clock clock.PassiveClock
+}
+
+// Clock is the registry's clock.
+func (r *Registry) Clock() clock.PassiveClock { return r.clock }
+
+// All returns every served resource, in a stable order.
+func (r *Registry) All() []*Resource { return slices.Clone(r.all) }
+
+// ResourceMetrics returns the metrics.k8s.io resources: nodes
+// (NodeMetrics) and pods (PodMetrics). They are read-only, computed from
+// the kubelets on every request and never stored, so not in All.
+func (r *Registry) ResourceMetrics() []*Resource { return slices.Clone(r.metrics) }
+
+// Get returns the resource served at group/version/plural, or nil. The
+// metrics.k8s.io resources are not looked up here.
+func (r *Registry) Get(group, version, plural string) *Resource {
+	return r.byGVR[schema.GroupVersionResource{Group: group, Version: version, Resource: plural}]
 }
 
 // Typed adapters from concrete hook functions to the runtime.Object hooks.
@@ -249,14 +286,17 @@ func table[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T)
 
 // since prints the time elapsed since t as upstream does, "<unknown>" when
 // t is unset.
-func since(t time.Time) string {
+func (b *builder) since(t time.Time) string {
 	if t.IsZero() {
 		return "<unknown>"
 	}
-	return duration.HumanDuration(Now().Sub(t))
+	return duration.HumanDuration(b.clock.Now().Sub(t))
 }
 
-func age(m metav1.ObjectMeta) string { return since(m.CreationTimestamp.Time) }
+func (b *builder) age(m metav1.ObjectMeta) string { return b.since(m.CreationTimestamp.Time) }
+
+// now is the time hooks stamp into objects.
+func (b *builder) now() metav1.Time { return metav1.NewTime(b.clock.Now()) }
 
 func orNone(s string) string {
 	if s == "" {
