@@ -72,7 +72,6 @@ type Server struct {
 	stores    map[*registry.Resource]*storage.Store
 	ready     chan struct{}
 
-	services    serviceAllocator
 	podSecurity *psadmission.Admission
 	kubelet     *kubeletClient
 

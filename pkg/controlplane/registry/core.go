@@ -15,7 +15,7 @@ import (
 
 // Namespaces.
 
-func (b *builder) namespaces() *Resource {
+func (b *builder) namespaces(serviceAccounts *Resource) *Resource {
 	return &Resource{
 		GVK:          v1.SchemeGroupVersion.WithKind("Namespace"),
 		Plural:       "namespaces",
@@ -41,6 +41,10 @@ func (b *builder) namespaces() *Resource {
 		Table: table(namespaceColumns, func(ns *v1.Namespace) []interface{} {
 			return []interface{}{ns.Name, string(ns.Status.Phase), b.age(ns.ObjectMeta)}
 		}),
+
+		AfterCreate:      namespaceCreated(serviceAccounts),
+		PrepareForDelete: hook(prepareNamespaceForDelete),
+		FinalizeDelete:   finalizeNamespaceDelete,
 	}
 }
 

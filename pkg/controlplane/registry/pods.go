@@ -38,6 +38,9 @@ func (b *builder) pods() *Resource {
 
 		PrepareForEphemeralContainersUpdate: hook2(preparePodForEphemeralContainersUpdate),
 		ValidateEphemeralContainersUpdate:   check2(podspec.ValidateEphemeralContainersUpdate),
+
+		GracePeriod: podGracePeriod,
+		Bind:        b.bindPod,
 	}
 }
 

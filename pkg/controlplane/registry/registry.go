@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	v1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -13,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry/allocator"
 )
 
 // Resource describes one served resource and its per-resource behaviour.
@@ -66,6 +71,53 @@ type Resource struct {
 	// its spec.replicas to obj.
 	GetScale func(obj runtime.Object) *autoscalingv1.Scale
 	SetScale func(obj runtime.Object, s *autoscalingv1.Scale) field.ErrorList
+
+	// Create and delete hooks, for resources whose objects touch others
+	// (see Storage); the HTTP layer runs them in place of special cases.
+
+	// BeginCreate runs after validation and validating admission, just
+	// before the object is stored; the FinishFunc it returns runs right
+	// after the store, successful or not (services: cluster IPs and node
+	// ports chosen under a lock held until then).
+	BeginCreate func(ctx context.Context, obj runtime.Object, s Storage) (FinishFunc, error)
+	// AfterCreate runs once a create (not a dry run) stored obj
+	// (namespaces: their default service account).
+	AfterCreate func(ctx context.Context, obj runtime.Object, s Storage)
+	// GracePeriod is a deletion's grace period in seconds (pods: bound,
+	// unfinished ones). An object deleted with one is only marked; nil
+	// means none.
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
+	// PrepareForDelete changes an object being marked for deletion
+	// (namespaces: Terminating).
+	PrepareForDelete func(obj runtime.Object)
+	// FinalizeDelete, when set, owns the removal: a deletion only marks
+	// the object, even without finalizers or a grace period, and the
+	// object is never removed by the generic path; FinalizeDelete then
+	// starts the work that removes it (namespaces: emptied in the
+	// background, then removed). Dry runs do not call it.
+	FinalizeDelete func(obj runtime.Object, s Storage)
+	// Bind applies a Binding (the binding subresource) to the stored
+	// object (pods: once, to a node).
+	Bind func(obj runtime.Object, binding *v1.Binding) error
+}
+
+// FinishFunc ends what BeginCreate began, once the object is stored
+// (success) or not.
+type FinishFunc func(ctx context.Context, success bool)
+
+// Storage is the API server's side of the hooks that read or write other
+// objects than the one in hand; the API server implements it.
+type Storage interface {
+	// List returns the stored objects of res in namespace ("": all).
+	List(ctx context.Context, res *Resource, namespace string) ([]runtime.Object, error)
+	// CreateInternal creates obj of res on the server's own behalf,
+	// defaulted and prepared but neither admitted nor validated; an
+	// existing object is fine, other failures are logged.
+	CreateInternal(ctx context.Context, res *Resource, obj runtime.Object)
+	// PurgeNamespace empties a terminating namespace in the background
+	// and removes it once nothing is left (the namespace controller's
+	// work upstream).
+	PurgeNamespace(name string)
 }
 
 // GroupVersionResource is the resource's group, version and plural name.
@@ -131,11 +183,12 @@ func New(cfg Config) *Registry {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	b := &builder{clock: cfg.Clock}
+	b := &builder{clock: cfg.Clock, serviceIPs: allocator.New(ServiceClusterIPRange)}
+	serviceAccounts := b.serviceAccounts()
 	r := &Registry{
 		clock: cfg.Clock,
 		all: []*Resource{
-			b.pods(), b.namespaces(), b.nodes(), b.coreEvents(), b.configMaps(), b.secrets(), b.serviceAccounts(), b.services(), b.endpoints(),
+			b.pods(), b.namespaces(serviceAccounts), b.nodes(), b.coreEvents(), b.configMaps(), b.secrets(), serviceAccounts, b.services(), b.endpoints(),
 			b.endpointSlices(),
 			b.persistentVolumes(), b.persistentVolumeClaims(),
 			b.leases(),
@@ -157,6 +210,10 @@ func New(cfg Config) *Registry {
 // builder makes the resources; its clock is the Registry's.
 type builder struct {
 	clock clock.PassiveClock
+	// serviceIPs chooses, under serviceMu, services' cluster IPs and
+	// node ports (beginServiceCreate).
+	serviceIPs *allocator.Allocator
+	serviceMu  sync.Mutex
 }
 
 // Clock is the registry's clock.

@@ -22,7 +22,7 @@ import (
 const ServiceClusterIPRange = "10.96.0.0/12"
 
 func (b *builder) services() *Resource {
-	return &Resource{
+	r := &Resource{
 		GVK:          v1.SchemeGroupVersion.WithKind("Service"),
 		Plural:       "services",
 		Singular:     "service",
@@ -46,6 +46,8 @@ func (b *builder) services() *Resource {
 		}),
 		Table: table(serviceColumns, b.serviceRow),
 	}
+	r.BeginCreate = b.beginServiceCreate(r)
+	return r
 }
 
 func externallyAccessible(s *v1.Service) bool {
