@@ -58,6 +58,9 @@ type Config struct {
 	// scraped for metrics.k8s.io (metrics-server's --metric-resolution;
 	// zero means its default, 15s).
 	MetricResolution time.Duration
+	// Registry describes the served resources; nil makes one on the real
+	// clock (registry.New).
+	Registry *registry.Registry
 }
 
 // Keys of the resources the server itself uses.
@@ -74,7 +77,6 @@ type Server struct {
 	stores    map[*registry.Resource]*storage.Store
 	ready     chan struct{}
 
-	services    serviceAllocator
 	admission   *admission.Chain
 	authorizers authz.Chain
 	openAPI     *openapi.Server
@@ -100,6 +102,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = registry.New(registry.Config{})
+	}
 	s := &Server{
 		cfg:       cfg,
 		resources: map[string]*registry.Resource{},
@@ -108,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 		purging:   map[string]bool{},
 	}
 	s.authorizers = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}})
-	s.openAPI = openapi.New(registry.All(), Version.GitVersion)
+	s.openAPI = openapi.New(cfg.Registry.All(), Version.GitVersion)
 	var err error
 	if s.admission, err = s.newAdmission(); err != nil {
 		return nil, err
@@ -120,10 +125,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	etcdMetrics := s.setUpMetrics()
-	for _, res := range registry.ResourceMetrics() {
+	for _, res := range cfg.Registry.ResourceMetrics() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 	}
-	for _, res := range registry.All() {
+	for _, res := range cfg.Registry.All() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 		if res.Virtual {
 			continue

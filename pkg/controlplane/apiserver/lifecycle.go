@@ -25,22 +25,21 @@ func storageListAll(filter func(runtime.Object) bool) storage.ListOptions {
 }
 
 // afterCreate gives a new namespace its default service account (the
-// service account controller's job upstream).
+// service account controller's job upstream): the resource's AfterCreate.
 func (s *Server) afterCreate(ctx context.Context, res *registry.Resource, obj runtime.Object) {
-	if ns, ok := obj.(*v1.Namespace); ok {
-		s.ensureServiceAccount(ctx, ns.Name)
+	if res.AfterCreate != nil {
+		res.AfterCreate(ctx, obj, s.hookStorage())
 	}
 }
 
 func (s *Server) ensureServiceAccount(ctx context.Context, ns string) {
-	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
-	s.createInternal(ctx, saResource, sa)
+	s.createInternal(ctx, s.resources[saResource], registry.DefaultServiceAccount(ns))
 }
 
 // createInternal creates an object on the server's own behalf; an existing
 // one is fine.
-func (s *Server) createInternal(ctx context.Context, kind string, obj runtime.Object) {
-	res := s.resources[kind]
+func (s *Server) createInternal(ctx context.Context, res *registry.Resource, obj runtime.Object) {
+	kind := resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)
 	m, _ := meta.Accessor(obj)
 	m.SetUID(newUID())
 	m.SetCreationTimestamp(metav1.Now())
@@ -50,7 +49,7 @@ func (s *Server) createInternal(ctx context.Context, kind string, obj runtime.Ob
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
-	if _, err := s.store(kind).Create(ctx, obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := s.stores[res].Create(ctx, obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
 		s.cfg.Logger.Error("create built-in object", "kind", kind, "name", m.GetName(), "err", err)
 	}
 }
@@ -58,10 +57,10 @@ func (s *Server) createInternal(ctx context.Context, kind string, obj runtime.Ob
 // bootstrap creates the system namespaces and their service accounts.
 func (s *Server) bootstrap(ctx context.Context) {
 	for _, name := range systemNamespaces {
-		s.createInternal(ctx, nsResource, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		s.createInternal(ctx, s.resources[nsResource], &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		s.ensureServiceAccount(ctx, name)
 	}
-	s.createInternal(ctx, servicesResource, kubernetesService())
+	s.createInternal(ctx, s.resources[servicesResource], kubernetesService())
 }
 
 // deleteObject deletes as upstream does: a bound pod with a grace period
@@ -84,22 +83,22 @@ func (s *Server) deleteObject(ctx context.Context, h *resourceHandler, ns, name 
 	if err := checkPreconditions(h.res, existing, opts.Preconditions); err != nil {
 		return nil, err
 	}
-	grace := gracePeriod(existing, opts)
+	grace := gracePeriod(h.res, existing, opts)
 	m, _ := meta.Accessor(existing)
 	propagation := propagationFinalizer(opts)
-	if grace > 0 || len(m.GetFinalizers()) > 0 || propagation != "" || h.res.Plural == "namespaces" {
+	if grace > 0 || len(m.GetFinalizers()) > 0 || propagation != "" || h.res.FinalizeDelete != nil {
 		marked, err := st.Update(ctx, ns, name, func(cur runtime.Object) (runtime.Object, error) {
 			if propagation != "" {
 				cm, _ := meta.Accessor(cur)
 				cm.SetFinalizers(addFinalizer(cm.GetFinalizers(), propagation))
 			}
-			return markDeleted(cur, grace), nil
+			return markDeleted(h.res, cur, grace), nil
 		}, dry)
 		if err != nil {
 			return nil, err
 		}
-		if h.res.Plural == "namespaces" && !dry {
-			s.purgeNamespaceLater(name)
+		if h.res.FinalizeDelete != nil && !dry {
+			h.res.FinalizeDelete(marked, s.hookStorage())
 		}
 		if done, err := s.finishDeletion(ctx, h, marked, dry); err != nil || done != nil {
 			return done, err
@@ -127,38 +126,24 @@ func checkPreconditions(res *registry.Resource, obj runtime.Object, p *metav1.Pr
 	return nil
 }
 
-// gracePeriod is the deletion's grace: only bound, unfinished pods get one
-// (the pod's own unless the request names another).
-func gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+// gracePeriod is the deletion's grace, the resource's GracePeriod: only
+// bound, unfinished pods get one.
+func gracePeriod(res *registry.Resource, obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	if res.GracePeriod == nil {
 		return 0
 	}
-	g := int64(v1.DefaultTerminationGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	if opts.GracePeriodSeconds != nil {
-		g = *opts.GracePeriodSeconds
-	}
-	if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < g {
-		g = *pod.DeletionGracePeriodSeconds // a deletion may only shorten the grace
-	}
-	if g < 0 {
-		g = 0
-	}
-	return g
+	return res.GracePeriod(obj, opts)
 }
 
-func markDeleted(obj runtime.Object, grace int64) runtime.Object {
+func markDeleted(res *registry.Resource, obj runtime.Object, grace int64) runtime.Object {
 	m, _ := meta.Accessor(obj)
 	if m.GetDeletionTimestamp() == nil || (m.GetDeletionGracePeriodSeconds() != nil && grace < *m.GetDeletionGracePeriodSeconds()) {
 		t := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
 		m.SetDeletionTimestamp(&t)
 		m.SetDeletionGracePeriodSeconds(&grace)
 	}
-	if ns, ok := obj.(*v1.Namespace); ok {
-		ns.Status.Phase = v1.NamespaceTerminating
+	if res.PrepareForDelete != nil {
+		res.PrepareForDelete(obj) // namespaces turn Terminating
 	}
 	return obj
 }
@@ -168,7 +153,7 @@ func markDeleted(obj runtime.Object, grace int64) runtime.Object {
 // the deleted object, or nil when the object stays.
 func (s *Server) finishDeletion(ctx context.Context, h *resourceHandler, obj runtime.Object, dry bool) (runtime.Object, error) {
 	m, _ := meta.Accessor(obj)
-	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || h.res.Plural == "namespaces" {
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || h.res.FinalizeDelete != nil {
 		return nil, nil
 	}
 	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {

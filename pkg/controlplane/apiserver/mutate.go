@@ -11,7 +11,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,14 +91,16 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 	if err := h.s.admitValidating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
 		return err
 	}
-	if svc, ok := obj.(*v1.Service); ok {
-		h.s.services.mu.Lock()
-		defer h.s.services.mu.Unlock()
-		if err := h.s.allocateService(ctx, svc); err != nil {
+	var finish registry.FinishFunc
+	if h.res.BeginCreate != nil {
+		if finish, err = h.res.BeginCreate(ctx, obj, h.s.hookStorage()); err != nil {
 			return err
 		}
 	}
 	created, err := h.st.Create(ctx, obj, dryRun(r))
+	if finish != nil {
+		finish(ctx, err == nil)
+	}
 	if err != nil {
 		return err
 	}

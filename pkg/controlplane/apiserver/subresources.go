@@ -64,8 +64,12 @@ func (h *resourceHandler) createSubresource(ctx context.Context, w http.Response
 	return responsewriters.MethodNotSupported(groupResource(h.res), "create")
 }
 
-// bind sets spec.nodeName once, as the scheduler's Binding does.
+// bind applies a Binding with the resource's Bind hook (pods: sets
+// spec.nodeName once, as the scheduler's Binding does).
 func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	if h.res.Bind == nil {
+		return responsewriters.MethodNotSupported(groupResource(h.res), "create")
+	}
 	var b v1.Binding
 	if err := readBody(r, &b); err != nil {
 		return err
@@ -77,22 +81,10 @@ func (h *resourceHandler) bind(ctx context.Context, w http.ResponseWriter, r *ht
 		return responsewriters.BadRequest("binding target name is required")
 	}
 	_, err := h.st.Update(ctx, h.ri.Namespace, h.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
-		pod := cur.(*v1.Pod)
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		if err := h.res.Bind(cur, &b); err != nil {
+			return nil, err
 		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		setPodScheduled(pod) // as upstream's binding does
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		return pod, nil
+		return cur, nil
 	}, dryRun(r))
 	if err != nil {
 		return err
@@ -211,20 +203,4 @@ func invalidReview(res *registry.Resource, obj runtime.Object) error {
 		return apierrors.NewInvalid(res.GVK.GroupKind(), "", errs)
 	}
 	return nil
-}
-
-// setPodScheduled marks the pod's PodScheduled condition True.
-func setPodScheduled(pod *v1.Pod) {
-	for i := range pod.Status.Conditions {
-		c := &pod.Status.Conditions[i]
-		if c.Type == v1.PodScheduled {
-			if c.Status != v1.ConditionTrue {
-				c.Status, c.Reason, c.Message, c.LastTransitionTime = v1.ConditionTrue, "", "", metav1.Now()
-			}
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{
-		Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now(),
-	})
 }

@@ -20,94 +20,98 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
-var deployments = &Resource{
-	GVK:          appsv1.SchemeGroupVersion.WithKind("Deployment"),
-	Plural:       "deployments",
-	Singular:     "deployment",
-	ShortNames:   []string{"deploy"},
-	Categories:   categoriesAll,
-	Namespaced:   true,
-	Verbs:        allVerbs,
-	Subresources: []string{"scale", "status"},
-	New:          func() runtime.Object { return &appsv1.Deployment{} },
-	NewList:      func() runtime.Object { return &appsv1.DeploymentList{} },
+func (b *builder) deployments() *Resource {
+	return &Resource{
+		GVK:          appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		Plural:       "deployments",
+		Singular:     "deployment",
+		ShortNames:   []string{"deploy"},
+		Categories:   categoriesAll,
+		Namespaced:   true,
+		Verbs:        allVerbs,
+		Subresources: []string{"scale", "status"},
+		New:          func() runtime.Object { return &appsv1.Deployment{} },
+		NewList:      func() runtime.Object { return &appsv1.DeploymentList{} },
 
-	Default: hook(defaultDeployment),
-	PrepareForCreate: hook(func(d *appsv1.Deployment) {
-		d.Status = appsv1.DeploymentStatus{}
-		d.Generation = 1
-	}),
-	// Annotations bump the generation too: they are copied to replica sets.
-	PrepareForUpdate: hook2(func(d, old *appsv1.Deployment) {
-		d.Status = old.Status
-		d.Generation = old.Generation
-		if !equality.Semantic.DeepEqual(d.Spec, old.Spec) || !equality.Semantic.DeepEqual(d.Annotations, old.Annotations) {
-			d.Generation = old.Generation + 1
-		}
-	}),
-	PrepareForStatusUpdate: hook2(func(d, old *appsv1.Deployment) {
-		d.Spec, d.Labels, d.Generation = old.Spec, old.Labels, old.Generation
-	}),
-	Validate:             check(validateDeployment),
-	ValidateUpdate:       check2(validateDeploymentUpdate),
-	ValidateStatusUpdate: check2(validateDeploymentStatusUpdate),
-	FieldSet:             fieldSet[*appsv1.Deployment](true, nil),
-	Table:                table(deploymentColumns, deploymentRow),
-	GetScale: func(o runtime.Object) *autoscalingv1.Scale {
-		d := o.(*appsv1.Deployment)
-		return scaleOf(&d.ObjectMeta, d.Spec.Replicas, d.Status.Replicas, d.Spec.Selector)
-	},
-	SetScale: func(o runtime.Object, s *autoscalingv1.Scale) field.ErrorList {
-		return setReplicas(&o.(*appsv1.Deployment).Spec.Replicas, s)
-	},
+		Default: hook(defaultDeployment),
+		PrepareForCreate: hook(func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{}
+			d.Generation = 1
+		}),
+		// Annotations bump the generation too: they are copied to replica sets.
+		PrepareForUpdate: hook2(func(d, old *appsv1.Deployment) {
+			d.Status = old.Status
+			d.Generation = old.Generation
+			if !equality.Semantic.DeepEqual(d.Spec, old.Spec) || !equality.Semantic.DeepEqual(d.Annotations, old.Annotations) {
+				d.Generation = old.Generation + 1
+			}
+		}),
+		PrepareForStatusUpdate: hook2(func(d, old *appsv1.Deployment) {
+			d.Spec, d.Labels, d.Generation = old.Spec, old.Labels, old.Generation
+		}),
+		Validate:             check(validateDeployment),
+		ValidateUpdate:       check2(validateDeploymentUpdate),
+		ValidateStatusUpdate: check2(validateDeploymentStatusUpdate),
+		FieldSet:             fieldSet[*appsv1.Deployment](true, nil),
+		Table:                table(deploymentColumns, b.deploymentRow),
+		GetScale: func(o runtime.Object) *autoscalingv1.Scale {
+			d := o.(*appsv1.Deployment)
+			return scaleOf(&d.ObjectMeta, d.Spec.Replicas, d.Status.Replicas, d.Spec.Selector)
+		},
+		SetScale: func(o runtime.Object, s *autoscalingv1.Scale) field.ErrorList {
+			return setReplicas(&o.(*appsv1.Deployment).Spec.Replicas, s)
+		},
+	}
 }
 
-var replicaSets = &Resource{
-	GVK:          appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-	Plural:       "replicasets",
-	Singular:     "replicaset",
-	ShortNames:   []string{"rs"},
-	Categories:   categoriesAll,
-	Namespaced:   true,
-	Verbs:        allVerbs,
-	Subresources: []string{"scale", "status"},
-	New:          func() runtime.Object { return &appsv1.ReplicaSet{} },
-	NewList:      func() runtime.Object { return &appsv1.ReplicaSetList{} },
+func (b *builder) replicaSets() *Resource {
+	return &Resource{
+		GVK:          appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		Plural:       "replicasets",
+		Singular:     "replicaset",
+		ShortNames:   []string{"rs"},
+		Categories:   categoriesAll,
+		Namespaced:   true,
+		Verbs:        allVerbs,
+		Subresources: []string{"scale", "status"},
+		New:          func() runtime.Object { return &appsv1.ReplicaSet{} },
+		NewList:      func() runtime.Object { return &appsv1.ReplicaSetList{} },
 
-	Default: hook(func(rs *appsv1.ReplicaSet) {
-		if rs.Spec.Replicas == nil {
-			rs.Spec.Replicas = ptrTo(int32(1))
-		}
-		defaultTemplate(&rs.Spec.Template)
-	}),
-	PrepareForCreate: hook(func(rs *appsv1.ReplicaSet) {
-		rs.Status = appsv1.ReplicaSetStatus{}
-		rs.Generation = 1
-	}),
-	PrepareForUpdate: hook2(func(rs, old *appsv1.ReplicaSet) {
-		rs.Status = old.Status
-		rs.Generation = old.Generation
-		if !equality.Semantic.DeepEqual(rs.Spec, old.Spec) {
-			rs.Generation = old.Generation + 1
-		}
-	}),
-	PrepareForStatusUpdate: hook2(func(rs, old *appsv1.ReplicaSet) {
-		rs.Spec, rs.Labels, rs.Generation = old.Spec, old.Labels, old.Generation
-	}),
-	Validate:             check(validateReplicaSet),
-	ValidateUpdate:       check2(validateReplicaSetUpdate),
-	ValidateStatusUpdate: check2(validateReplicaSetStatusUpdate),
-	FieldSet: fieldSet(true, func(rs *appsv1.ReplicaSet) fields.Set {
-		return fields.Set{"status.replicas": itoa(rs.Status.Replicas)}
-	}),
-	Table: table(replicaSetColumns, replicaSetRow),
-	GetScale: func(o runtime.Object) *autoscalingv1.Scale {
-		rs := o.(*appsv1.ReplicaSet)
-		return scaleOf(&rs.ObjectMeta, rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector)
-	},
-	SetScale: func(o runtime.Object, s *autoscalingv1.Scale) field.ErrorList {
-		return setReplicas(&o.(*appsv1.ReplicaSet).Spec.Replicas, s)
-	},
+		Default: hook(func(rs *appsv1.ReplicaSet) {
+			if rs.Spec.Replicas == nil {
+				rs.Spec.Replicas = ptrTo(int32(1))
+			}
+			defaultTemplate(&rs.Spec.Template)
+		}),
+		PrepareForCreate: hook(func(rs *appsv1.ReplicaSet) {
+			rs.Status = appsv1.ReplicaSetStatus{}
+			rs.Generation = 1
+		}),
+		PrepareForUpdate: hook2(func(rs, old *appsv1.ReplicaSet) {
+			rs.Status = old.Status
+			rs.Generation = old.Generation
+			if !equality.Semantic.DeepEqual(rs.Spec, old.Spec) {
+				rs.Generation = old.Generation + 1
+			}
+		}),
+		PrepareForStatusUpdate: hook2(func(rs, old *appsv1.ReplicaSet) {
+			rs.Spec, rs.Labels, rs.Generation = old.Spec, old.Labels, old.Generation
+		}),
+		Validate:             check(validateReplicaSet),
+		ValidateUpdate:       check2(validateReplicaSetUpdate),
+		ValidateStatusUpdate: check2(validateReplicaSetStatusUpdate),
+		FieldSet: fieldSet(true, func(rs *appsv1.ReplicaSet) fields.Set {
+			return fields.Set{"status.replicas": itoa(rs.Status.Replicas)}
+		}),
+		Table: table(replicaSetColumns, b.replicaSetRow),
+		GetScale: func(o runtime.Object) *autoscalingv1.Scale {
+			rs := o.(*appsv1.ReplicaSet)
+			return scaleOf(&rs.ObjectMeta, rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector)
+		},
+		SetScale: func(o runtime.Object, s *autoscalingv1.Scale) field.ErrorList {
+			return setReplicas(&o.(*appsv1.ReplicaSet).Spec.Replicas, s)
+		},
+	}
 }
 
 func defaultDeployment(d *appsv1.Deployment) {

@@ -12,29 +12,33 @@ import (
 // Reviews are virtual: create-only, answered from the request, never stored
 // or listed (NewList is nil).
 
-var tokenReviews = &Resource{
-	GVK:      authenticationv1.SchemeGroupVersion.WithKind("TokenReview"),
-	Plural:   "tokenreviews",
-	Singular: "tokenreview",
-	Verbs:    createOnly,
-	Virtual:  true,
-	New:      func() runtime.Object { return &authenticationv1.TokenReview{} },
-	Validate: check(func(r *authenticationv1.TokenReview) field.ErrorList {
-		if r.Spec.Token == "" {
-			return field.ErrorList{field.Required(field.NewPath("spec", "token"), "token is required for TokenReview in authentication")}
-		}
-		return nil
-	}),
+func (b *builder) tokenReviews() *Resource {
+	return &Resource{
+		GVK:      authenticationv1.SchemeGroupVersion.WithKind("TokenReview"),
+		Plural:   "tokenreviews",
+		Singular: "tokenreview",
+		Verbs:    createOnly,
+		Virtual:  true,
+		New:      func() runtime.Object { return &authenticationv1.TokenReview{} },
+		Validate: check(func(r *authenticationv1.TokenReview) field.ErrorList {
+			if r.Spec.Token == "" {
+				return field.ErrorList{field.Required(field.NewPath("spec", "token"), "token is required for TokenReview in authentication")}
+			}
+			return nil
+		}),
+	}
 }
 
-var selfSubjectAccessReviews = &Resource{
-	GVK:      authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"),
-	Plural:   "selfsubjectaccessreviews",
-	Singular: "selfsubjectaccessreview",
-	Verbs:    createOnly,
-	Virtual:  true,
-	New:      func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
-	Validate: check(validateSelfSubjectAccessReview),
+func (b *builder) selfSubjectAccessReviews() *Resource {
+	return &Resource{
+		GVK:      authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"),
+		Plural:   "selfsubjectaccessreviews",
+		Singular: "selfsubjectaccessreview",
+		Verbs:    createOnly,
+		Virtual:  true,
+		New:      func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
+		Validate: check(validateSelfSubjectAccessReview),
+	}
 }
 
 func validateSelfSubjectAccessReview(r *authorizationv1.SelfSubjectAccessReview) field.ErrorList {

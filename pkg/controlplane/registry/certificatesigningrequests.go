@@ -24,32 +24,34 @@ import (
 // (the API server stamps the requester into it), signers write
 // status.certificate and Failed conditions through /status, approvers
 // write Approved or Denied through /approval.
-var certificateSigningRequests = &Resource{
-	GVK:          certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"),
-	Plural:       "certificatesigningrequests",
-	Singular:     "certificatesigningrequest",
-	ShortNames:   []string{"csr"},
-	Verbs:        allVerbs,
-	Subresources: []string{"status", "approval"},
-	New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
-	NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+func (b *builder) certificateSigningRequests() *Resource {
+	return &Resource{
+		GVK:          certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"),
+		Plural:       "certificatesigningrequests",
+		Singular:     "certificatesigningrequest",
+		ShortNames:   []string{"csr"},
+		Verbs:        allVerbs,
+		Subresources: []string{"status", "approval"},
+		New:          func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewList:      func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 
-	PrepareForCreate: hook(func(csr *certificatesv1.CertificateSigningRequest) {
-		csr.Status = certificatesv1.CertificateSigningRequestStatus{}
-	}),
-	PrepareForUpdate: hook2(func(csr, old *certificatesv1.CertificateSigningRequest) {
-		csr.Spec, csr.Status = old.Spec, old.Status
-	}),
-	PrepareForStatusUpdate:   hook2(prepareCSRStatusUpdate),
-	PrepareForApprovalUpdate: hook2(prepareCSRApprovalUpdate),
-	Validate:                 check(validateCSR),
-	ValidateUpdate:           check2(validateCSRUpdate),
-	ValidateStatusUpdate:     check2(validateCSRUpdate),
-	ValidateApprovalUpdate:   check2(validateCSRUpdate),
-	FieldSet: fieldSet(false, func(csr *certificatesv1.CertificateSigningRequest) fields.Set {
-		return fields.Set{"spec.signerName": csr.Spec.SignerName}
-	}),
-	Table: table(csrColumns, csrRow),
+		PrepareForCreate: hook(func(csr *certificatesv1.CertificateSigningRequest) {
+			csr.Status = certificatesv1.CertificateSigningRequestStatus{}
+		}),
+		PrepareForUpdate: hook2(func(csr, old *certificatesv1.CertificateSigningRequest) {
+			csr.Spec, csr.Status = old.Spec, old.Status
+		}),
+		PrepareForStatusUpdate:   hook2(prepareCSRStatusUpdate),
+		PrepareForApprovalUpdate: hook2(b.prepareCSRApprovalUpdate),
+		Validate:                 check(validateCSR),
+		ValidateUpdate:           check2(validateCSRUpdate),
+		ValidateStatusUpdate:     check2(validateCSRUpdate),
+		ValidateApprovalUpdate:   check2(validateCSRUpdate),
+		FieldSet: fieldSet(false, func(csr *certificatesv1.CertificateSigningRequest) fields.Set {
+			return fields.Set{"spec.signerName": csr.Spec.SignerName}
+		}),
+		Table: table(csrColumns, b.csrRow),
+	}
 }
 
 // prepareCSRStatusUpdate keeps the spec and the approval: a signer
@@ -60,11 +62,11 @@ func prepareCSRStatusUpdate(csr, old *certificatesv1.CertificateSigningRequest) 
 }
 
 // prepareCSRApprovalUpdate keeps everything but the approval conditions.
-func prepareCSRApprovalUpdate(csr, old *certificatesv1.CertificateSigningRequest) {
+func (b *builder) prepareCSRApprovalUpdate(csr, old *certificatesv1.CertificateSigningRequest) {
 	csr.Spec = old.Spec
 	conds := mergeConditions(csr.Status.Conditions, old.Status.Conditions)
 	csr.Status = certificatesv1.CertificateSigningRequestStatus{Certificate: old.Status.Certificate, Conditions: conds}
-	now := metav1.NewTime(Now())
+	now := b.now()
 	for i := range csr.Status.Conditions {
 		c := &csr.Status.Conditions[i]
 		if c.LastUpdateTime.IsZero() {
@@ -254,12 +256,12 @@ var csrColumns = []metav1.TableColumnDefinition{
 	col("Condition", "string", certificatesv1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]),
 }
 
-func csrRow(csr *certificatesv1.CertificateSigningRequest) []interface{} {
+func (b *builder) csrRow(csr *certificatesv1.CertificateSigningRequest) []interface{} {
 	requested := "<none>"
 	if e := csr.Spec.ExpirationSeconds; e != nil {
 		requested = duration.HumanDuration(time.Duration(*e) * time.Second)
 	}
-	return []interface{}{csr.Name, age(csr.ObjectMeta), csr.Spec.SignerName, csr.Spec.Username, requested, csrCondition(csr)}
+	return []interface{}{csr.Name, b.age(csr.ObjectMeta), csr.Spec.SignerName, csr.Spec.Username, requested, csrCondition(csr)}
 }
 
 // csrCondition is kubectl's CONDITION: the true conditions joined, with

@@ -9,20 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var leases = &Resource{
-	GVK:        coordinationv1.SchemeGroupVersion.WithKind("Lease"),
-	Plural:     "leases",
-	Singular:   "lease",
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &coordinationv1.Lease{} },
-	NewList:    func() runtime.Object { return &coordinationv1.LeaseList{} },
-	FieldSet:   fieldSet[*coordinationv1.Lease](true, nil),
-	Table:      table(leaseColumns, leaseRow),
-}
-
-func init() {
-	leases.Validate, leases.ValidateUpdate = simpleValidation(validateLease)
+func (b *builder) leases() *Resource {
+	r := &Resource{
+		GVK:        coordinationv1.SchemeGroupVersion.WithKind("Lease"),
+		Plural:     "leases",
+		Singular:   "lease",
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &coordinationv1.Lease{} },
+		NewList:    func() runtime.Object { return &coordinationv1.LeaseList{} },
+		FieldSet:   fieldSet[*coordinationv1.Lease](true, nil),
+		Table:      table(leaseColumns, b.leaseRow),
+	}
+	r.Validate, r.ValidateUpdate = simpleValidation(validateLease)
+	return r
 }
 
 var leaseStrategies = []coordinationv1.CoordinatedLeaseStrategy{coordinationv1.OldestEmulationVersion}

@@ -15,31 +15,37 @@ import (
 
 // Namespaces.
 
-var namespaces = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("Namespace"),
-	Plural:       "namespaces",
-	Singular:     "namespace",
-	ShortNames:   []string{"ns"},
-	Verbs:        noCollDelete,
-	Subresources: []string{"finalize", "status"},
-	New:          func() runtime.Object { return &v1.Namespace{} },
-	NewList:      func() runtime.Object { return &v1.NamespaceList{} },
+func (b *builder) namespaces(serviceAccounts *Resource) *Resource {
+	return &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("Namespace"),
+		Plural:       "namespaces",
+		Singular:     "namespace",
+		ShortNames:   []string{"ns"},
+		Verbs:        noCollDelete,
+		Subresources: []string{"finalize", "status"},
+		New:          func() runtime.Object { return &v1.Namespace{} },
+		NewList:      func() runtime.Object { return &v1.NamespaceList{} },
 
-	Default:                hook(defaultNamespace),
-	PrepareForCreate:       hook(prepareNamespaceForCreate),
-	PrepareForUpdate:       hook2(prepareNamespaceForUpdate),
-	PrepareForStatusUpdate: hook2(func(ns, old *v1.Namespace) { ns.Spec = old.Spec }),
-	PrepareForFinalize:     hook2(func(ns, old *v1.Namespace) { ns.Status = old.Status }),
-	Validate:               check(validateNamespace),
-	ValidateUpdate:         check2(validateNamespaceUpdate),
-	ValidateStatusUpdate:   check2(validateNamespaceStatusUpdate),
-	ValidateFinalize:       check2(validateNamespaceUpdate),
-	FieldSet: fieldSet(false, func(ns *v1.Namespace) fields.Set {
-		return fields.Set{"status.phase": string(ns.Status.Phase)}
-	}),
-	Table: table(namespaceColumns, func(ns *v1.Namespace) []interface{} {
-		return []interface{}{ns.Name, string(ns.Status.Phase), age(ns.ObjectMeta)}
-	}),
+		Default:                hook(defaultNamespace),
+		PrepareForCreate:       hook(prepareNamespaceForCreate),
+		PrepareForUpdate:       hook2(prepareNamespaceForUpdate),
+		PrepareForStatusUpdate: hook2(func(ns, old *v1.Namespace) { ns.Spec = old.Spec }),
+		PrepareForFinalize:     hook2(func(ns, old *v1.Namespace) { ns.Status = old.Status }),
+		Validate:               check(validateNamespace),
+		ValidateUpdate:         check2(validateNamespaceUpdate),
+		ValidateStatusUpdate:   check2(validateNamespaceStatusUpdate),
+		ValidateFinalize:       check2(validateNamespaceUpdate),
+		FieldSet: fieldSet(false, func(ns *v1.Namespace) fields.Set {
+			return fields.Set{"status.phase": string(ns.Status.Phase)}
+		}),
+		Table: table(namespaceColumns, func(ns *v1.Namespace) []interface{} {
+			return []interface{}{ns.Name, string(ns.Status.Phase), b.age(ns.ObjectMeta)}
+		}),
+
+		AfterCreate:      namespaceCreated(serviceAccounts),
+		PrepareForDelete: hook(prepareNamespaceForDelete),
+		FinalizeDelete:   finalizeNamespaceDelete,
+	}
 }
 
 func defaultNamespace(ns *v1.Namespace) {
@@ -94,27 +100,29 @@ func validateNamespaceStatusUpdate(ns, old *v1.Namespace) field.ErrorList {
 
 // Nodes.
 
-var nodes = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("Node"),
-	Plural:       "nodes",
-	Singular:     "node",
-	ShortNames:   []string{"no"},
-	Verbs:        allVerbs,
-	Subresources: []string{"proxy", "status"},
-	New:          func() runtime.Object { return &v1.Node{} },
-	NewList:      func() runtime.Object { return &v1.NodeList{} },
+func (b *builder) nodes() *Resource {
+	return &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("Node"),
+		Plural:       "nodes",
+		Singular:     "node",
+		ShortNames:   []string{"no"},
+		Verbs:        allVerbs,
+		Subresources: []string{"proxy", "status"},
+		New:          func() runtime.Object { return &v1.Node{} },
+		NewList:      func() runtime.Object { return &v1.NodeList{} },
 
-	// Nodes register themselves with their status: create keeps it.
-	Default:                hook(defaultNode),
-	PrepareForUpdate:       hook2(func(n, old *v1.Node) { n.Status = old.Status }),
-	PrepareForStatusUpdate: hook2(func(n, old *v1.Node) { n.Spec = old.Spec }),
-	Validate:               check(validateNode),
-	ValidateUpdate:         check2(validateNodeUpdate),
-	ValidateStatusUpdate:   check2(validateNodeUpdate),
-	FieldSet: fieldSet(false, func(n *v1.Node) fields.Set {
-		return fields.Set{"spec.unschedulable": fmt.Sprint(n.Spec.Unschedulable)}
-	}),
-	Table: table(nodeColumns, nodeRow),
+		// Nodes register themselves with their status: create keeps it.
+		Default:                hook(defaultNode),
+		PrepareForUpdate:       hook2(func(n, old *v1.Node) { n.Status = old.Status }),
+		PrepareForStatusUpdate: hook2(func(n, old *v1.Node) { n.Spec = old.Spec }),
+		Validate:               check(validateNode),
+		ValidateUpdate:         check2(validateNodeUpdate),
+		ValidateStatusUpdate:   check2(validateNodeUpdate),
+		FieldSet: fieldSet(false, func(n *v1.Node) fields.Set {
+			return fields.Set{"spec.unschedulable": fmt.Sprint(n.Spec.Unschedulable)}
+		}),
+		Table: table(nodeColumns, b.nodeRow),
+	}
 }
 
 func defaultNode(n *v1.Node) {
@@ -178,22 +186,24 @@ func validateNodeUpdate(n, old *v1.Node) field.ErrorList {
 
 // ConfigMaps, secrets, service accounts: no spec/status split.
 
-var configMaps = &Resource{
-	GVK:        v1.SchemeGroupVersion.WithKind("ConfigMap"),
-	Plural:     "configmaps",
-	Singular:   "configmap",
-	ShortNames: []string{"cm"},
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &v1.ConfigMap{} },
-	NewList:    func() runtime.Object { return &v1.ConfigMapList{} },
+func (b *builder) configMaps() *Resource {
+	return &Resource{
+		GVK:        v1.SchemeGroupVersion.WithKind("ConfigMap"),
+		Plural:     "configmaps",
+		Singular:   "configmap",
+		ShortNames: []string{"cm"},
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &v1.ConfigMap{} },
+		NewList:    func() runtime.Object { return &v1.ConfigMapList{} },
 
-	Validate:       check(validateConfigMap),
-	ValidateUpdate: check2(validateConfigMapUpdate),
-	FieldSet:       fieldSet[*v1.ConfigMap](true, nil),
-	Table: table(configMapColumns, func(cm *v1.ConfigMap) []interface{} {
-		return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.ObjectMeta)}
-	}),
+		Validate:       check(validateConfigMap),
+		ValidateUpdate: check2(validateConfigMapUpdate),
+		FieldSet:       fieldSet[*v1.ConfigMap](true, nil),
+		Table: table(configMapColumns, func(cm *v1.ConfigMap) []interface{} {
+			return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), b.age(cm.ObjectMeta)}
+		}),
+	}
 }
 
 func validateConfigMap(cm *v1.ConfigMap) field.ErrorList {
@@ -226,24 +236,26 @@ func validateConfigMapUpdate(cm, old *v1.ConfigMap) field.ErrorList {
 	return append(errs, validateConfigMap(cm)...)
 }
 
-var secrets = &Resource{
-	GVK:        v1.SchemeGroupVersion.WithKind("Secret"),
-	Plural:     "secrets",
-	Singular:   "secret",
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &v1.Secret{} },
-	NewList:    func() runtime.Object { return &v1.SecretList{} },
+func (b *builder) secrets() *Resource {
+	return &Resource{
+		GVK:        v1.SchemeGroupVersion.WithKind("Secret"),
+		Plural:     "secrets",
+		Singular:   "secret",
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &v1.Secret{} },
+		NewList:    func() runtime.Object { return &v1.SecretList{} },
 
-	Default:        hook(defaultSecret),
-	Validate:       check(validateSecret),
-	ValidateUpdate: check2(validateSecretUpdate),
-	FieldSet: fieldSet(true, func(s *v1.Secret) fields.Set {
-		return fields.Set{"type": string(s.Type)}
-	}),
-	Table: table(secretColumns, func(s *v1.Secret) []interface{} {
-		return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), age(s.ObjectMeta)}
-	}),
+		Default:        hook(defaultSecret),
+		Validate:       check(validateSecret),
+		ValidateUpdate: check2(validateSecretUpdate),
+		FieldSet: fieldSet(true, func(s *v1.Secret) fields.Set {
+			return fields.Set{"type": string(s.Type)}
+		}),
+		Table: table(secretColumns, func(s *v1.Secret) []interface{} {
+			return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), b.age(s.ObjectMeta)}
+		}),
+	}
 }
 
 // defaultSecret sets type Opaque and folds the write-only stringData into
@@ -327,24 +339,24 @@ func immutableWhenSet(immutable *bool, changed ...any) field.ErrorList {
 	return errs
 }
 
-var serviceAccounts = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("ServiceAccount"),
-	Plural:       "serviceaccounts",
-	Singular:     "serviceaccount",
-	ShortNames:   []string{"sa"},
-	Namespaced:   true,
-	Verbs:        allVerbs,
-	Subresources: []string{"token"},
-	New:          func() runtime.Object { return &v1.ServiceAccount{} },
-	NewList:      func() runtime.Object { return &v1.ServiceAccountList{} },
-	FieldSet:     fieldSet[*v1.ServiceAccount](true, nil),
-	Table: table(serviceAccountColumns, func(sa *v1.ServiceAccount) []interface{} {
-		return []interface{}{sa.Name, int64(len(sa.Secrets)), age(sa.ObjectMeta)}
-	}),
-}
-
-func init() {
-	serviceAccounts.Validate, serviceAccounts.ValidateUpdate = simpleValidation(func(sa *v1.ServiceAccount) field.ErrorList {
+func (b *builder) serviceAccounts() *Resource {
+	r := &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("ServiceAccount"),
+		Plural:       "serviceaccounts",
+		Singular:     "serviceaccount",
+		ShortNames:   []string{"sa"},
+		Namespaced:   true,
+		Verbs:        allVerbs,
+		Subresources: []string{"token"},
+		New:          func() runtime.Object { return &v1.ServiceAccount{} },
+		NewList:      func() runtime.Object { return &v1.ServiceAccountList{} },
+		FieldSet:     fieldSet[*v1.ServiceAccount](true, nil),
+		Table: table(serviceAccountColumns, func(sa *v1.ServiceAccount) []interface{} {
+			return []interface{}{sa.Name, int64(len(sa.Secrets)), b.age(sa.ObjectMeta)}
+		}),
+	}
+	r.Validate, r.ValidateUpdate = simpleValidation(func(sa *v1.ServiceAccount) field.ErrorList {
 		return validateMeta(&sa.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 	})
+	return r
 }

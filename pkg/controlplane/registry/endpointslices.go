@@ -14,22 +14,24 @@ import (
 
 // EndpointSlices (discovery.k8s.io/v1): written by the EndpointSlice
 // controller for services with selectors, by users for the others.
-var endpointSlices = &Resource{
-	GVK:        discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
-	Plural:     "endpointslices",
-	Singular:   "endpointslice",
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &discoveryv1.EndpointSlice{} },
-	NewList:    func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
+func (b *builder) endpointSlices() *Resource {
+	return &Resource{
+		GVK:        discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
+		Plural:     "endpointslices",
+		Singular:   "endpointslice",
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &discoveryv1.EndpointSlice{} },
+		NewList:    func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
 
-	Default:          hook(defaultEndpointSlice),
-	PrepareForCreate: hook(func(s *discoveryv1.EndpointSlice) { s.Generation = 1 }),
-	PrepareForUpdate: hook2(prepareEndpointSliceForUpdate),
-	Validate:         check(func(s *discoveryv1.EndpointSlice) field.ErrorList { return validateEndpointSlice(s, nil) }),
-	ValidateUpdate:   check2(validateEndpointSliceUpdate),
-	FieldSet:         fieldSet[*discoveryv1.EndpointSlice](true, nil),
-	Table:            table(endpointSliceColumns, endpointSliceRow),
+		Default:          hook(defaultEndpointSlice),
+		PrepareForCreate: hook(func(s *discoveryv1.EndpointSlice) { s.Generation = 1 }),
+		PrepareForUpdate: hook2(prepareEndpointSliceForUpdate),
+		Validate:         check(func(s *discoveryv1.EndpointSlice) field.ErrorList { return validateEndpointSlice(s, nil) }),
+		ValidateUpdate:   check2(validateEndpointSliceUpdate),
+		FieldSet:         fieldSet[*discoveryv1.EndpointSlice](true, nil),
+		Table:            table(endpointSliceColumns, b.endpointSliceRow),
+	}
 }
 
 // defaultEndpointSlice: ports are named "" and TCP unless said otherwise.

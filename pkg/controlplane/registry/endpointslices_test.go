@@ -132,7 +132,8 @@ func TestEndpointSliceUpdate(t *testing.T) {
 }
 
 func TestEndpointSliceTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	endpointSlices := reg.Get("discovery.k8s.io", "v1", "endpointslices")
 	s := validSlice()
 	s.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Minute))
 	many := validSlice()

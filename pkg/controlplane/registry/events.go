@@ -18,47 +18,53 @@ import (
 // two so the HTTP layer can do the same. Both validate on the core form,
 // with upstream's (core) field names.
 
-var coreEvents = &Resource{
-	GVK:        v1.SchemeGroupVersion.WithKind("Event"),
-	Plural:     "events",
-	Singular:   "event",
-	ShortNames: []string{"ev"},
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &v1.Event{} },
-	NewList:    func() runtime.Object { return &v1.EventList{} },
+func (b *builder) coreEvents() *Resource {
+	return &Resource{
+		GVK:        v1.SchemeGroupVersion.WithKind("Event"),
+		Plural:     "events",
+		Singular:   "event",
+		ShortNames: []string{"ev"},
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &v1.Event{} },
+		NewList:    func() runtime.Object { return &v1.EventList{} },
 
-	// The core API keeps legacy validation on create and update.
-	Validate:       check(func(e *v1.Event) field.ErrorList { return validateEvent(e, true) }),
-	ValidateUpdate: check2(func(e, _ *v1.Event) field.ErrorList { return validateEvent(e, true) }),
-	FieldSet:       fieldSet(true, eventFields),
-	Table:          table(eventColumns, eventRow),
+		// The core API keeps legacy validation on create and update.
+		Validate:       check(func(e *v1.Event) field.ErrorList { return validateEvent(e, true) }),
+		ValidateUpdate: check2(func(e, _ *v1.Event) field.ErrorList { return validateEvent(e, true) }),
+		FieldSet:       fieldSet(true, eventFields),
+		Table:          table(eventColumns, b.eventRow),
+	}
 }
 
-var eventsV1 = &Resource{
-	GVK:        eventsv1.SchemeGroupVersion.WithKind("Event"),
-	Plural:     "events",
-	Singular:   "event",
-	ShortNames: []string{"ev"},
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &eventsv1.Event{} },
-	NewList:    func() runtime.Object { return &eventsv1.EventList{} },
+// eventsV1 serves the core events' field selectors and Table.
+func (b *builder) eventsV1() *Resource {
+	coreEvents := b.coreEvents()
+	return &Resource{
+		GVK:        eventsv1.SchemeGroupVersion.WithKind("Event"),
+		Plural:     "events",
+		Singular:   "event",
+		ShortNames: []string{"ev"},
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &eventsv1.Event{} },
+		NewList:    func() runtime.Object { return &eventsv1.EventList{} },
 
-	Validate: check(func(e *eventsv1.Event) field.ErrorList {
-		return validateEvent(EventToCore(e), false)
-	}),
-	ValidateUpdate: check2(validateEventV1Update),
-	FieldSet: func(o runtime.Object) fields.Set {
-		return coreEvents.FieldSet(EventToCore(o.(*eventsv1.Event)))
-	},
-	Table: func(objs []runtime.Object, wide bool) ([]metav1.TableColumnDefinition, [][]interface{}) {
-		core := make([]runtime.Object, len(objs))
-		for i, o := range objs {
-			core[i] = EventToCore(o.(*eventsv1.Event))
-		}
-		return coreEvents.Table(core, wide)
-	},
+		Validate: check(func(e *eventsv1.Event) field.ErrorList {
+			return validateEvent(EventToCore(e), false)
+		}),
+		ValidateUpdate: check2(validateEventV1Update),
+		FieldSet: func(o runtime.Object) fields.Set {
+			return coreEvents.FieldSet(EventToCore(o.(*eventsv1.Event)))
+		},
+		Table: func(objs []runtime.Object, wide bool) ([]metav1.TableColumnDefinition, [][]interface{}) {
+			core := make([]runtime.Object, len(objs))
+			for i, o := range objs {
+				core[i] = EventToCore(o.(*eventsv1.Event))
+			}
+			return coreEvents.Table(core, wide)
+		},
+	}
 }
 
 func eventFields(e *v1.Event) fields.Set {

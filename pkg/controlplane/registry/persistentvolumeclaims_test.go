@@ -132,7 +132,8 @@ func TestPersistentVolumeClaimStatusUpdate(t *testing.T) {
 }
 
 func TestPersistentVolumeClaimTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	persistentVolumeClaims := reg.Get("", "v1", "persistentvolumeclaims")
 	pending := claim("data", "1Gi")
 	pending.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Second))
 	class := "manual"

@@ -2,7 +2,6 @@ package registry
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -11,26 +10,28 @@ import (
 // cluster-scoped, spec and status written through separate endpoints.
 // The kubernetes.io/pv-protection finalizer is not added (no controller
 // here removes it).
-var persistentVolumes = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("PersistentVolume"),
-	Plural:       "persistentvolumes",
-	Singular:     "persistentvolume",
-	ShortNames:   []string{"pv"},
-	Verbs:        allVerbs,
-	Subresources: []string{"status"},
-	New:          func() runtime.Object { return &v1.PersistentVolume{} },
-	NewList:      func() runtime.Object { return &v1.PersistentVolumeList{} },
+func (b *builder) persistentVolumes() *Resource {
+	return &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("PersistentVolume"),
+		Plural:       "persistentvolumes",
+		Singular:     "persistentvolume",
+		ShortNames:   []string{"pv"},
+		Verbs:        allVerbs,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &v1.PersistentVolume{} },
+		NewList:      func() runtime.Object { return &v1.PersistentVolumeList{} },
 
-	Default:                hook(defaultPersistentVolume),
-	PrepareForCreate:       hook(preparePersistentVolumeForCreate),
-	PrepareForUpdate:       hook2(func(pv, old *v1.PersistentVolume) { pv.Status = old.Status }),
-	PrepareForStatusUpdate: hook2(preparePersistentVolumeForStatusUpdate),
-	Validate:               check(validatePersistentVolume),
-	ValidateUpdate:         check2(validatePersistentVolumeUpdate),
-	ValidateStatusUpdate:   check2(validatePersistentVolumeStatusUpdate),
-	// "name" is an upstream bug kept for compatibility.
-	FieldSet: fieldSet(false, func(pv *v1.PersistentVolume) fields.Set { return fields.Set{"name": pv.Name} }),
-	Table:    table(persistentVolumeColumns, persistentVolumeRow),
+		Default:                hook(defaultPersistentVolume),
+		PrepareForCreate:       hook(b.preparePersistentVolumeForCreate),
+		PrepareForUpdate:       hook2(func(pv, old *v1.PersistentVolume) { pv.Status = old.Status }),
+		PrepareForStatusUpdate: hook2(b.preparePersistentVolumeForStatusUpdate),
+		Validate:               check(validatePersistentVolume),
+		ValidateUpdate:         check2(validatePersistentVolumeUpdate),
+		ValidateStatusUpdate:   check2(validatePersistentVolumeStatusUpdate),
+		// "name" is an upstream bug kept for compatibility.
+		FieldSet: fieldSet(false, func(pv *v1.PersistentVolume) fields.Set { return fields.Set{"name": pv.Name} }),
+		Table:    table(persistentVolumeColumns, b.persistentVolumeRow),
+	}
 }
 
 // defaultPersistentVolume is upstream's SetDefaults_PersistentVolume.
@@ -49,20 +50,20 @@ func defaultPersistentVolume(pv *v1.PersistentVolume) {
 
 // preparePersistentVolumeForCreate: a new volume is Pending until the
 // binder looks at it; the phase change is timestamped.
-func preparePersistentVolumeForCreate(pv *v1.PersistentVolume) {
-	now := metav1.NewTime(Now())
+func (b *builder) preparePersistentVolumeForCreate(pv *v1.PersistentVolume) {
+	now := b.now()
 	pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumePending, LastPhaseTransitionTime: &now}
 }
 
 // preparePersistentVolumeForStatusUpdate keeps the spec and stamps a phase
 // change unless the writer set a new transition time itself.
-func preparePersistentVolumeForStatusUpdate(pv, old *v1.PersistentVolume) {
+func (b *builder) preparePersistentVolumeForStatusUpdate(pv, old *v1.PersistentVolume) {
 	pv.Spec = old.Spec
 	if pv.Status.Phase == old.Status.Phase {
 		return
 	}
 	if t := pv.Status.LastPhaseTransitionTime; t == nil || t.Equal(old.Status.LastPhaseTransitionTime) {
-		now := metav1.NewTime(Now())
+		now := b.now()
 		pv.Status.LastPhaseTransitionTime = &now
 	}
 }

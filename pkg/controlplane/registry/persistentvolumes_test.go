@@ -29,7 +29,8 @@ func localAffinity(node string) *v1.VolumeNodeAffinity {
 }
 
 func TestPersistentVolumeDefaultsAndCreate(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	persistentVolumes := reg.Get("", "v1", "persistentvolumes")
 	pv := hostPathPV("a")
 	pv.Status.Phase = v1.VolumeBound // users may not set status
 	persistentVolumes.Default(pv)
@@ -139,7 +140,8 @@ func TestPersistentVolumeUpdate(t *testing.T) {
 }
 
 func TestPersistentVolumeStatusUpdate(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	persistentVolumes := reg.Get("", "v1", "persistentvolumes")
 	old := hostPathPV("pv")
 	persistentVolumes.Default(old)
 	before := metav1.NewTime(now.Add(-time.Hour))
@@ -174,7 +176,8 @@ func TestPersistentVolumeStatusUpdate(t *testing.T) {
 }
 
 func TestPersistentVolumeTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	persistentVolumes := reg.Get("", "v1", "persistentvolumes")
 	pv := hostPathPV("pv1")
 	persistentVolumes.Default(pv)
 	pv.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Minute))

@@ -13,30 +13,35 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
-var pods = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("Pod"),
-	Plural:       "pods",
-	Singular:     "pod",
-	ShortNames:   []string{"po"},
-	Categories:   categoriesAll,
-	Namespaced:   true,
-	Verbs:        allVerbs,
-	Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"},
-	New:          func() runtime.Object { return &v1.Pod{} },
-	NewList:      func() runtime.Object { return &v1.PodList{} },
+func (b *builder) pods() *Resource {
+	return &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("Pod"),
+		Plural:       "pods",
+		Singular:     "pod",
+		ShortNames:   []string{"po"},
+		Categories:   categoriesAll,
+		Namespaced:   true,
+		Verbs:        allVerbs,
+		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"},
+		New:          func() runtime.Object { return &v1.Pod{} },
+		NewList:      func() runtime.Object { return &v1.PodList{} },
 
-	Default:                hook(podspec.SetDefaults),
-	PrepareForCreate:       hook(preparePodForCreate),
-	PrepareForUpdate:       hook2(preparePodForUpdate),
-	PrepareForStatusUpdate: hook2(preparePodForStatusUpdate),
-	Validate:               check(podspec.Validate),
-	ValidateUpdate:         check2(podspec.ValidateUpdate),
-	ValidateStatusUpdate:   check2(validatePodStatusUpdate),
-	FieldSet:               fieldSet(true, podFields),
-	Table:                  table(podColumns, podRow),
+		Default:                hook(podspec.SetDefaults),
+		PrepareForCreate:       hook(preparePodForCreate),
+		PrepareForUpdate:       hook2(preparePodForUpdate),
+		PrepareForStatusUpdate: hook2(preparePodForStatusUpdate),
+		Validate:               check(podspec.Validate),
+		ValidateUpdate:         check2(podspec.ValidateUpdate),
+		ValidateStatusUpdate:   check2(validatePodStatusUpdate),
+		FieldSet:               fieldSet(true, podFields),
+		Table:                  table(podColumns, b.podRow),
 
-	PrepareForEphemeralContainersUpdate: hook2(preparePodForEphemeralContainersUpdate),
-	ValidateEphemeralContainersUpdate:   check2(podspec.ValidateEphemeralContainersUpdate),
+		PrepareForEphemeralContainersUpdate: hook2(preparePodForEphemeralContainersUpdate),
+		ValidateEphemeralContainersUpdate:   check2(podspec.ValidateEphemeralContainersUpdate),
+
+		GracePeriod: podGracePeriod,
+		Bind:        b.bindPod,
+	}
 }
 
 // preparePodForCreate resets status to what a new pod reports: Pending with

@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	v1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -12,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
+	"k8s.io/utils/clock"
 
-// Now is the clock Table uses for AGE and other relative times.
-var Now = time.Now
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry/allocator"
+)
 
 // Resource describes one served resource and its per-resource behaviour.
 type Resource struct {
@@ -68,6 +71,53 @@ type Resource struct {
 	// its spec.replicas to obj.
 	GetScale func(obj runtime.Object) *autoscalingv1.Scale
 	SetScale func(obj runtime.Object, s *autoscalingv1.Scale) field.ErrorList
+
+	// Create and delete hooks, for resources whose objects touch others
+	// (see Storage); the HTTP layer runs them in place of special cases.
+
+	// BeginCreate runs after validation and validating admission, just
+	// before the object is stored; the FinishFunc it returns runs right
+	// after the store, successful or not (services: cluster IPs and node
+	// ports chosen under a lock held until then).
+	BeginCreate func(ctx context.Context, obj runtime.Object, s Storage) (FinishFunc, error)
+	// AfterCreate runs once a create (not a dry run) stored obj
+	// (namespaces: their default service account).
+	AfterCreate func(ctx context.Context, obj runtime.Object, s Storage)
+	// GracePeriod is a deletion's grace period in seconds (pods: bound,
+	// unfinished ones). An object deleted with one is only marked; nil
+	// means none.
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
+	// PrepareForDelete changes an object being marked for deletion
+	// (namespaces: Terminating).
+	PrepareForDelete func(obj runtime.Object)
+	// FinalizeDelete, when set, owns the removal: a deletion only marks
+	// the object, even without finalizers or a grace period, and the
+	// object is never removed by the generic path; FinalizeDelete then
+	// starts the work that removes it (namespaces: emptied in the
+	// background, then removed). Dry runs do not call it.
+	FinalizeDelete func(obj runtime.Object, s Storage)
+	// Bind applies a Binding (the binding subresource) to the stored
+	// object (pods: once, to a node).
+	Bind func(obj runtime.Object, binding *v1.Binding) error
+}
+
+// FinishFunc ends what BeginCreate began, once the object is stored
+// (success) or not.
+type FinishFunc func(ctx context.Context, success bool)
+
+// Storage is the API server's side of the hooks that read or write other
+// objects than the one in hand; the API server implements it.
+type Storage interface {
+	// List returns the stored objects of res in namespace ("": all).
+	List(ctx context.Context, res *Resource, namespace string) ([]runtime.Object, error)
+	// CreateInternal creates obj of res on the server's own behalf,
+	// defaulted and prepared but neither admitted nor validated; an
+	// existing object is fine, other failures are logged.
+	CreateInternal(ctx context.Context, res *Resource, obj runtime.Object)
+	// PurgeNamespace empties a terminating namespace in the background
+	// and removes it once nothing is left (the namespace controller's
+	// work upstream).
+	PurgeNamespace(name string)
 }
 
 // GroupVersionResource is the resource's group, version and plural name.
@@ -111,32 +161,76 @@ var (
 	categoriesAll = []string{"all"}
 )
 
-// All returns every served resource, in a stable order.
-func All() []*Resource {
-	return []*Resource{
-		pods, namespaces, nodes, coreEvents, configMaps, secrets, serviceAccounts, services, endpoints,
-		endpointSlices,
-		persistentVolumes, persistentVolumeClaims,
-		leases,
-		deployments, replicaSets,
-		storageClasses,
-		certificateSigningRequests,
-		eventsV1,
-		tokenReviews, selfSubjectAccessReviews, subjectAccessReviews,
-	}
+// Config configures a Registry.
+type Config struct {
+	// Clock gives Table's AGE and other relative times, and the times
+	// hooks stamp into objects (condition and phase transitions). Nil is
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
-var index = sync.OnceValue(func() map[schema.GroupVersionResource]*Resource {
-	m := map[schema.GroupVersionResource]*Resource{}
-	for _, r := range All() {
-		m[r.GroupVersionResource()] = r
-	}
-	return m
-})
+// Registry holds the served resources. Its resources and their hooks are
+// fixed once New returns; a Registry is safe for concurrent use.
+type Registry struct {
+	clock   clock.PassiveClock
+	all     []*Resource
+	metrics []*Resource
+	byGVR   map[schema.GroupVersionResource]*Resource
+}
 
-// Lookup returns the resource served at group/version/plural, or nil.
-func Lookup(group, version, plural string) *Resource {
-	return index()[schema.GroupVersionResource{Group: group, Version: version, Resource: plural}]
+// New builds the resources.
+func New(cfg Config) *Registry {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	b := &builder{clock: cfg.Clock, serviceIPs: allocator.New(ServiceClusterIPRange)}
+	serviceAccounts := b.serviceAccounts()
+	r := &Registry{
+		clock: cfg.Clock,
+		all: []*Resource{
+			b.pods(), b.namespaces(serviceAccounts), b.nodes(), b.coreEvents(), b.configMaps(), b.secrets(), serviceAccounts, b.services(), b.endpoints(),
+			b.endpointSlices(),
+			b.persistentVolumes(), b.persistentVolumeClaims(),
+			b.leases(),
+			b.deployments(), b.replicaSets(),
+			b.storageClasses(),
+			b.certificateSigningRequests(),
+			b.eventsV1(),
+			b.tokenReviews(), b.selfSubjectAccessReviews(), b.subjectAccessReviews(),
+		},
+		metrics: []*Resource{b.nodeMetrics(), b.podMetrics()},
+		byGVR:   map[schema.GroupVersionResource]*Resource{},
+	}
+	for _, res := range r.all {
+		r.byGVR[res.GroupVersionResource()] = res
+	}
+	return r
+}
+
+// builder makes the resources; its clock is the Registry's.
+type builder struct {
+	clock clock.PassiveClock
+	// serviceIPs chooses, under serviceMu, services' cluster IPs and
+	// node ports (beginServiceCreate).
+	serviceIPs *allocator.Allocator
+	serviceMu  sync.Mutex
+}
+
+// Clock is the registry's clock.
+func (r *Registry) Clock() clock.PassiveClock { return r.clock }
+
+// All returns every served resource, in a stable order.
+func (r *Registry) All() []*Resource { return slices.Clone(r.all) }
+
+// ResourceMetrics returns the metrics.k8s.io resources: nodes
+// (NodeMetrics) and pods (PodMetrics). They are read-only, computed from
+// the kubelets on every request and never stored, so not in All.
+func (r *Registry) ResourceMetrics() []*Resource { return slices.Clone(r.metrics) }
+
+// Get returns the resource served at group/version/plural, or nil. The
+// metrics.k8s.io resources are not looked up here.
+func (r *Registry) Get(group, version, plural string) *Resource {
+	return r.byGVR[schema.GroupVersionResource{Group: group, Version: version, Resource: plural}]
 }
 
 // Typed adapters from concrete hook functions to the runtime.Object hooks.
@@ -249,14 +343,17 @@ func table[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T)
 
 // since prints the time elapsed since t as upstream does, "<unknown>" when
 // t is unset.
-func since(t time.Time) string {
+func (b *builder) since(t time.Time) string {
 	if t.IsZero() {
 		return "<unknown>"
 	}
-	return duration.HumanDuration(Now().Sub(t))
+	return duration.HumanDuration(b.clock.Now().Sub(t))
 }
 
-func age(m metav1.ObjectMeta) string { return since(m.CreationTimestamp.Time) }
+func (b *builder) age(m metav1.ObjectMeta) string { return b.since(m.CreationTimestamp.Time) }
+
+// now is the time hooks stamp into objects.
+func (b *builder) now() metav1.Time { return metav1.NewTime(b.clock.Now()) }
 
 func orNone(s string) string {
 	if s == "" {

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,14 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// fixedNow pins Now for the duration of a test.
-func fixedNow(t *testing.T) time.Time {
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	Now = func() time.Time { return now }
-	t.Cleanup(func() { Now = time.Now })
-	return now
-}
 
 func TestResourcesTypes(t *testing.T) {
 	tests := []struct {
@@ -57,16 +48,18 @@ func TestResourcesTypes(t *testing.T) {
 		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},
 		{"authorization.k8s.io", "v1", "subjectaccessreviews", &authorizationv1.SubjectAccessReview{}, nil, "SubjectAccessReview", false},
 	}
-	if got := len(All()); got != len(tests) {
+	reg := New(Config{})
+	all := reg.All()
+	if got := len(all); got != len(tests) {
 		t.Fatalf("All() has %d resources, want %d", got, len(tests))
 	}
 	for i, tc := range tests {
-		r := Lookup(tc.group, tc.version, tc.plural)
+		r := reg.Get(tc.group, tc.version, tc.plural)
 		if r == nil {
-			t.Fatalf("Lookup(%q, %q, %q) = nil", tc.group, tc.version, tc.plural)
+			t.Fatalf("Get(%q, %q, %q) = nil", tc.group, tc.version, tc.plural)
 		}
-		if All()[i] != r {
-			t.Errorf("All()[%d] is %s, want %s (stable order)", i, All()[i].Plural, tc.plural)
+		if all[i] != r {
+			t.Errorf("All()[%d] is %s, want %s (stable order)", i, all[i].Plural, tc.plural)
 		}
 		if r.GVK.Group != tc.group || r.GVK.Version != tc.version || r.GVK.Kind != tc.kind {
 			t.Errorf("%s: GVK = %v", tc.plural, r.GVK)
@@ -95,12 +88,13 @@ func TestResourcesTypes(t *testing.T) {
 			}
 		}
 	}
-	if Lookup("", "v1", "deployments") != nil || Lookup("apps", "v1beta1", "deployments") != nil {
-		t.Error("Lookup found a resource that is not served")
+	if reg.Get("", "v1", "deployments") != nil || reg.Get("apps", "v1beta1", "deployments") != nil {
+		t.Error("Get found a resource that is not served")
 	}
 }
 
 func TestDiscovery(t *testing.T) {
+	reg := New(Config{})
 	all := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	tests := []struct {
 		r                  *Resource
@@ -108,15 +102,15 @@ func TestDiscovery(t *testing.T) {
 		short, cats, verbs []string
 		subresources       []string
 	}{
-		{Lookup("", "v1", "pods"), "pod", []string{"po"}, []string{"all"}, all,
+		{reg.Get("", "v1", "pods"), "pod", []string{"po"}, []string{"all"}, all,
 			[]string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"}},
-		{Lookup("apps", "v1", "deployments"), "deployment", []string{"deploy"}, []string{"all"}, all, []string{"scale", "status"}},
-		{Lookup("", "v1", "services"), "service", []string{"svc"}, []string{"all"},
+		{reg.Get("apps", "v1", "deployments"), "deployment", []string{"deploy"}, []string{"all"}, all, []string{"scale", "status"}},
+		{reg.Get("", "v1", "services"), "service", []string{"svc"}, []string{"all"},
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"proxy", "status"}},
-		{Lookup("", "v1", "namespaces"), "namespace", []string{"ns"}, nil,
+		{reg.Get("", "v1", "namespaces"), "namespace", []string{"ns"}, nil,
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"finalize", "status"}},
-		{Lookup("", "v1", "persistentvolumes"), "persistentvolume", []string{"pv"}, nil, all, []string{"status"}},
-		{Lookup("", "v1", "persistentvolumeclaims"), "persistentvolumeclaim", []string{"pvc"}, nil, all, []string{"status"}},
+		{reg.Get("", "v1", "persistentvolumes"), "persistentvolume", []string{"pv"}, nil, all, []string{"status"}},
+		{reg.Get("", "v1", "persistentvolumeclaims"), "persistentvolumeclaim", []string{"pvc"}, nil, all, []string{"status"}},
 	}
 	for _, tc := range tests {
 		r := tc.r

@@ -11,42 +11,42 @@ import (
 // serves it: read-only, computed from the kubelets on every request and
 // never stored, so not in All.
 
-var nodeMetrics = &Resource{
-	GVK:      metricsv1beta1.SchemeGroupVersion.WithKind("NodeMetrics"),
-	Plural:   "nodes",
-	Singular: "nodemetrics",
-	Verbs:    []string{"get", "list"},
-	New:      func() runtime.Object { return &metricsv1beta1.NodeMetrics{} },
-	NewList:  func() runtime.Object { return &metricsv1beta1.NodeMetricsList{} },
-	Table: table(metricsColumns, func(m *metricsv1beta1.NodeMetrics) []interface{} {
-		return metricsRow(m.Name, m.Usage, m.Window)
-	}),
+func (b *builder) nodeMetrics() *Resource {
+	return &Resource{
+		GVK:      metricsv1beta1.SchemeGroupVersion.WithKind("NodeMetrics"),
+		Plural:   "nodes",
+		Singular: "nodemetrics",
+		Verbs:    []string{"get", "list"},
+		New:      func() runtime.Object { return &metricsv1beta1.NodeMetrics{} },
+		NewList:  func() runtime.Object { return &metricsv1beta1.NodeMetricsList{} },
+		Table: table(metricsColumns, func(m *metricsv1beta1.NodeMetrics) []interface{} {
+			return metricsRow(m.Name, m.Usage, m.Window)
+		}),
+	}
 }
 
-var podMetrics = &Resource{
-	GVK:        metricsv1beta1.SchemeGroupVersion.WithKind("PodMetrics"),
-	Plural:     "pods",
-	Singular:   "podmetrics",
-	Namespaced: true,
-	Verbs:      []string{"get", "list"},
-	New:        func() runtime.Object { return &metricsv1beta1.PodMetrics{} },
-	NewList:    func() runtime.Object { return &metricsv1beta1.PodMetricsList{} },
-	Table: table(metricsColumns, func(m *metricsv1beta1.PodMetrics) []interface{} {
-		sum := v1.ResourceList{}
-		for _, c := range m.Containers {
-			for name, q := range c.Usage {
-				total := sum[name]
-				total.Add(q)
-				sum[name] = total
+func (b *builder) podMetrics() *Resource {
+	return &Resource{
+		GVK:        metricsv1beta1.SchemeGroupVersion.WithKind("PodMetrics"),
+		Plural:     "pods",
+		Singular:   "podmetrics",
+		Namespaced: true,
+		Verbs:      []string{"get", "list"},
+		New:        func() runtime.Object { return &metricsv1beta1.PodMetrics{} },
+		NewList:    func() runtime.Object { return &metricsv1beta1.PodMetricsList{} },
+		Table: table(metricsColumns, func(m *metricsv1beta1.PodMetrics) []interface{} {
+			sum := v1.ResourceList{}
+			for _, c := range m.Containers {
+				for name, q := range c.Usage {
+					total := sum[name]
+					total.Add(q)
+					sum[name] = total
+				}
 			}
-		}
-		return metricsRow(m.Name, sum, m.Window)
-	}),
+			return metricsRow(m.Name, sum, m.Window)
+		}),
+	}
 }
-
-// ResourceMetrics returns the metrics.k8s.io resources: nodes
-// (NodeMetrics) and pods (PodMetrics).
-func ResourceMetrics() []*Resource { return []*Resource{nodeMetrics, podMetrics} }
 
 // metricsColumns are metrics-server's: the name, one column per resource
 // (pods: summed over containers) and the window.

@@ -21,29 +21,33 @@ import (
 // certificate (pkg/controlplane/controller/certificates).
 const ServiceClusterIPRange = "10.96.0.0/12"
 
-var services = &Resource{
-	GVK:          v1.SchemeGroupVersion.WithKind("Service"),
-	Plural:       "services",
-	Singular:     "service",
-	ShortNames:   []string{"svc"},
-	Categories:   categoriesAll,
-	Namespaced:   true,
-	Verbs:        noCollDelete, // deletecollection would skip IP/port release
-	Subresources: []string{"proxy", "status"},
-	New:          func() runtime.Object { return &v1.Service{} },
-	NewList:      func() runtime.Object { return &v1.ServiceList{} },
+func (b *builder) services() *Resource {
+	r := &Resource{
+		GVK:          v1.SchemeGroupVersion.WithKind("Service"),
+		Plural:       "services",
+		Singular:     "service",
+		ShortNames:   []string{"svc"},
+		Categories:   categoriesAll,
+		Namespaced:   true,
+		Verbs:        noCollDelete, // deletecollection would skip IP/port release
+		Subresources: []string{"proxy", "status"},
+		New:          func() runtime.Object { return &v1.Service{} },
+		NewList:      func() runtime.Object { return &v1.ServiceList{} },
 
-	Default:                hook(defaultService),
-	PrepareForCreate:       hook(func(s *v1.Service) { s.Status = v1.ServiceStatus{}; normalizeClusterIPs(s) }),
-	PrepareForUpdate:       hook2(prepareServiceForUpdate),
-	PrepareForStatusUpdate: hook2(func(s, old *v1.Service) { s.Spec = old.Spec }),
-	Validate:               check(validateService),
-	ValidateUpdate:         check2(validateServiceUpdate),
-	ValidateStatusUpdate:   check2(validateServiceStatusUpdate),
-	FieldSet: fieldSet(true, func(s *v1.Service) fields.Set {
-		return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
-	}),
-	Table: table(serviceColumns, serviceRow),
+		Default:                hook(defaultService),
+		PrepareForCreate:       hook(func(s *v1.Service) { s.Status = v1.ServiceStatus{}; normalizeClusterIPs(s) }),
+		PrepareForUpdate:       hook2(prepareServiceForUpdate),
+		PrepareForStatusUpdate: hook2(func(s, old *v1.Service) { s.Spec = old.Spec }),
+		Validate:               check(validateService),
+		ValidateUpdate:         check2(validateServiceUpdate),
+		ValidateStatusUpdate:   check2(validateServiceStatusUpdate),
+		FieldSet: fieldSet(true, func(s *v1.Service) fields.Set {
+			return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+		}),
+		Table: table(serviceColumns, b.serviceRow),
+	}
+	r.BeginCreate = b.beginServiceCreate(r)
+	return r
 }
 
 func externallyAccessible(s *v1.Service) bool {
@@ -297,25 +301,25 @@ func validateServiceStatusUpdate(s, old *v1.Service) field.ErrorList {
 
 // Endpoints.
 
-var endpoints = &Resource{
-	GVK:        v1.SchemeGroupVersion.WithKind("Endpoints"),
-	Plural:     "endpoints",
-	Singular:   "endpoints",
-	ShortNames: []string{"ep"},
-	Namespaced: true,
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &v1.Endpoints{} },
-	NewList:    func() runtime.Object { return &v1.EndpointsList{} },
+func (b *builder) endpoints() *Resource {
+	r := &Resource{
+		GVK:        v1.SchemeGroupVersion.WithKind("Endpoints"),
+		Plural:     "endpoints",
+		Singular:   "endpoints",
+		ShortNames: []string{"ep"},
+		Namespaced: true,
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &v1.Endpoints{} },
+		NewList:    func() runtime.Object { return &v1.EndpointsList{} },
 
-	Default:  hook(defaultEndpoints),
-	FieldSet: fieldSet[*v1.Endpoints](true, nil),
-	Table: table(endpointsColumns, func(e *v1.Endpoints) []interface{} {
-		return []interface{}{e.Name, formatEndpoints(e), age(e.ObjectMeta)}
-	}),
-}
-
-func init() {
-	endpoints.Validate, endpoints.ValidateUpdate = simpleValidation(validateEndpoints)
+		Default:  hook(defaultEndpoints),
+		FieldSet: fieldSet[*v1.Endpoints](true, nil),
+		Table: table(endpointsColumns, func(e *v1.Endpoints) []interface{} {
+			return []interface{}{e.Name, formatEndpoints(e), b.age(e.ObjectMeta)}
+		}),
+	}
+	r.Validate, r.ValidateUpdate = simpleValidation(validateEndpoints)
+	return r
 }
 
 func defaultEndpoints(e *v1.Endpoints) {

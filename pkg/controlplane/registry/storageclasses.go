@@ -15,20 +15,22 @@ import (
 
 // StorageClasses (storage.k8s.io/v1), as upstream's
 // pkg/registry/storage/storageclass and pkg/apis/storage/validation.
-var storageClasses = &Resource{
-	GVK:        storagev1.SchemeGroupVersion.WithKind("StorageClass"),
-	Plural:     "storageclasses",
-	Singular:   "storageclass",
-	ShortNames: []string{"sc"},
-	Verbs:      allVerbs,
-	New:        func() runtime.Object { return &storagev1.StorageClass{} },
-	NewList:    func() runtime.Object { return &storagev1.StorageClassList{} },
+func (b *builder) storageClasses() *Resource {
+	return &Resource{
+		GVK:        storagev1.SchemeGroupVersion.WithKind("StorageClass"),
+		Plural:     "storageclasses",
+		Singular:   "storageclass",
+		ShortNames: []string{"sc"},
+		Verbs:      allVerbs,
+		New:        func() runtime.Object { return &storagev1.StorageClass{} },
+		NewList:    func() runtime.Object { return &storagev1.StorageClassList{} },
 
-	Default:        hook(defaultStorageClass),
-	Validate:       check(validateStorageClass),
-	ValidateUpdate: check2(validateStorageClassUpdate),
-	FieldSet:       fieldSet[*storagev1.StorageClass](false, nil),
-	Table:          table(storageClassColumns, storageClassRow),
+		Default:        hook(defaultStorageClass),
+		Validate:       check(validateStorageClass),
+		ValidateUpdate: check2(validateStorageClassUpdate),
+		FieldSet:       fieldSet[*storagev1.StorageClass](false, nil),
+		Table:          table(storageClassColumns, b.storageClassRow),
+	}
 }
 
 // Upstream's annotations marking the default class.
@@ -130,7 +132,7 @@ var storageClassColumns = []metav1.TableColumnDefinition{
 	ageColumn,
 }
 
-func storageClassRow(sc *storagev1.StorageClass) []interface{} {
+func (b *builder) storageClassRow(sc *storagev1.StorageClass) []interface{} {
 	name := sc.Name
 	if IsDefaultStorageClass(sc.ObjectMeta) {
 		name += " (default)"
@@ -144,5 +146,5 @@ func storageClassRow(sc *storagev1.StorageClass) []interface{} {
 		mode = string(*sc.VolumeBindingMode)
 	}
 	expand := sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
-	return []interface{}{name, sc.Provisioner, policy, mode, expand, age(sc.ObjectMeta)}
+	return []interface{}{name, sc.Provisioner, policy, mode, expand, b.age(sc.ObjectMeta)}
 }

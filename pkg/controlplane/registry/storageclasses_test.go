@@ -46,7 +46,8 @@ func TestStorageClass(t *testing.T) {
 }
 
 func TestStorageClassTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	storageClasses := reg.Get("storage.k8s.io", "v1", "storageclasses")
 	sc := storageClass("local")
 	sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
 	sc.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))

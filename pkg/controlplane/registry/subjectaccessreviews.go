@@ -8,14 +8,16 @@ import (
 
 // subjectAccessReviews ask whether a given user may do something; node
 // agents create them to authorize requests to their kubelet API.
-var subjectAccessReviews = &Resource{
-	GVK:      authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"),
-	Plural:   "subjectaccessreviews",
-	Singular: "subjectaccessreview",
-	Verbs:    createOnly,
-	Virtual:  true,
-	New:      func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
-	Validate: check(validateSubjectAccessReview),
+func (b *builder) subjectAccessReviews() *Resource {
+	return &Resource{
+		GVK:      authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"),
+		Plural:   "subjectaccessreviews",
+		Singular: "subjectaccessreview",
+		Verbs:    createOnly,
+		Virtual:  true,
+		New:      func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
+		Validate: check(validateSubjectAccessReview),
+	}
 }
 
 // validateSubjectAccessReview is upstream's ValidateSubjectAccessReview.

@@ -67,28 +67,28 @@ func deref(p *int32) int32 {
 	return *p
 }
 
-func deploymentRow(d *appsv1.Deployment) []interface{} {
+func (b *builder) deploymentRow(d *appsv1.Deployment) []interface{} {
 	st := d.Status
 	row := []interface{}{
 		d.Name, fmt.Sprintf("%d/%d", st.ReadyReplicas, deref(d.Spec.Replicas)),
-		int64(st.UpdatedReplicas), int64(st.AvailableReplicas), age(d.ObjectMeta),
+		int64(st.UpdatedReplicas), int64(st.AvailableReplicas), b.age(d.ObjectMeta),
 	}
 	return append(row, templateCells(&d.Spec.Template, d.Spec.Selector)...)
 }
 
-func replicaSetRow(rs *appsv1.ReplicaSet) []interface{} {
+func (b *builder) replicaSetRow(rs *appsv1.ReplicaSet) []interface{} {
 	row := []interface{}{
-		rs.Name, int64(deref(rs.Spec.Replicas)), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas), age(rs.ObjectMeta),
+		rs.Name, int64(deref(rs.Spec.Replicas)), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas), b.age(rs.ObjectMeta),
 	}
 	return append(row, templateCells(&rs.Spec.Template, rs.Spec.Selector)...)
 }
 
-func leaseRow(l *coordinationv1.Lease) []interface{} {
+func (b *builder) leaseRow(l *coordinationv1.Lease) []interface{} {
 	holder := ""
 	if l.Spec.HolderIdentity != nil {
 		holder = *l.Spec.HolderIdentity
 	}
-	return []interface{}{l.Name, holder, age(l.ObjectMeta)}
+	return []interface{}{l.Name, holder, b.age(l.ObjectMeta)}
 }
 
 func firstNonEmpty(a, b string) string {
@@ -100,18 +100,18 @@ func firstNonEmpty(a, b string) string {
 
 // eventRow prints an event as kubectl get events does; new-style events
 // (eventTime, series) fall back to those times and counts.
-func eventRow(e *v1.Event) []interface{} {
-	first := since(e.FirstTimestamp.Time)
+func (b *builder) eventRow(e *v1.Event) []interface{} {
+	first := b.since(e.FirstTimestamp.Time)
 	if e.FirstTimestamp.IsZero() {
-		first = since(e.EventTime.Time)
+		first = b.since(e.EventTime.Time)
 	}
-	last := since(e.LastTimestamp.Time)
+	last := b.since(e.LastTimestamp.Time)
 	if e.LastTimestamp.IsZero() {
 		last = first
 	}
 	count := e.Count
 	if e.Series != nil {
-		last = since(e.Series.LastObservedTime.Time)
+		last = b.since(e.Series.LastObservedTime.Time)
 		count = e.Series.Count
 	} else if count == 0 {
 		count = 1 // singleton events of the new API have no count

@@ -49,7 +49,7 @@ var (
 	}
 )
 
-func serviceRow(s *v1.Service) []interface{} {
+func (b *builder) serviceRow(s *v1.Service) []interface{} {
 	clusterIP := "<none>"
 	if len(s.Spec.ClusterIPs) > 0 {
 		clusterIP = s.Spec.ClusterIPs[0]
@@ -64,7 +64,7 @@ func serviceRow(s *v1.Service) []interface{} {
 	}
 	return []interface{}{
 		s.Name, string(s.Spec.Type), clusterIP, serviceExternalIP(s), orNone(strings.Join(ports, ",")),
-		age(s.ObjectMeta), labels.FormatLabels(s.Spec.Selector),
+		b.age(s.ObjectMeta), labels.FormatLabels(s.Spec.Selector),
 	}
 }
 

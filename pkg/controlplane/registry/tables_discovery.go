@@ -17,7 +17,7 @@ var endpointSliceColumns = []metav1.TableColumnDefinition{
 	ageColumn,
 }
 
-func endpointSliceRow(s *discoveryv1.EndpointSlice) []interface{} {
+func (b *builder) endpointSliceRow(s *discoveryv1.EndpointSlice) []interface{} {
 	var ports, addrs []string
 	for _, p := range s.Ports {
 		switch {
@@ -32,7 +32,7 @@ func endpointSliceRow(s *discoveryv1.EndpointSlice) []interface{} {
 	for _, ep := range s.Endpoints {
 		addrs = append(addrs, ep.Addresses...)
 	}
-	return []interface{}{s.Name, string(s.AddressType), firstThree(ports), firstThree(addrs), age(s.ObjectMeta)}
+	return []interface{}{s.Name, string(s.AddressType), firstThree(ports), firstThree(addrs), b.age(s.ObjectMeta)}
 }
 
 // firstThree lists up to three items, then "+ N more...", as upstream's

@@ -40,7 +40,7 @@ func podCondition(pod *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 // podRow prints a pod as kubectl get pods does: READY counts ready regular
 // containers and started sidecars, STATUS is the most telling reason
 // (init progress, a waiting or terminated reason, Terminating ...).
-func podRow(pod *v1.Pod) []interface{} {
+func (b *builder) podRow(pod *v1.Pod) []interface{} {
 	restarts, sidecarRestarts := 0, 0
 	var lastRestart, lastSidecarRestart metav1.Time
 	total := len(pod.Spec.Containers)
@@ -145,7 +145,7 @@ func podRow(pod *v1.Pod) []interface{} {
 
 	restartsStr := strconv.Itoa(restarts)
 	if restarts != 0 && !lastRestart.IsZero() {
-		restartsStr = fmt.Sprintf("%d (%s ago)", restarts, since(lastRestart.Time))
+		restartsStr = fmt.Sprintf("%d (%s ago)", restarts, b.since(lastRestart.Time))
 	}
 
 	podIP := ""
@@ -163,7 +163,7 @@ func podRow(pod *v1.Pod) []interface{} {
 		gates = fmt.Sprintf("%d/%d", trueGates, len(pod.Spec.ReadinessGates))
 	}
 	return []interface{}{
-		pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsStr, age(pod.ObjectMeta),
+		pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsStr, b.age(pod.ObjectMeta),
 		orNone(podIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates,
 	}
 }
@@ -216,7 +216,7 @@ func nodeAddress(node *v1.Node, t v1.NodeAddressType) string {
 	return "<none>"
 }
 
-func nodeRow(node *v1.Node) []interface{} {
+func (b *builder) nodeRow(node *v1.Node) []interface{} {
 	var status []string
 	for _, c := range node.Status.Conditions {
 		if c.Type == v1.NodeReady {
@@ -241,7 +241,7 @@ func nodeRow(node *v1.Node) []interface{} {
 	}
 	info := node.Status.NodeInfo
 	return []interface{}{
-		node.Name, strings.Join(status, ","), nodeRoles(node), age(node.ObjectMeta), info.KubeletVersion,
+		node.Name, strings.Join(status, ","), nodeRoles(node), b.age(node.ObjectMeta), info.KubeletVersion,
 		nodeAddress(node, v1.NodeInternalIP), nodeAddress(node, v1.NodeExternalIP),
 		unknown(info.OSImage), unknown(info.KernelVersion), unknown(info.ContainerRuntimeVersion),
 	}

@@ -37,7 +37,7 @@ var (
 	}
 )
 
-func persistentVolumeRow(pv *v1.PersistentVolume) []interface{} {
+func (b *builder) persistentVolumeRow(pv *v1.PersistentVolume) []interface{} {
 	claim := ""
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = ref.Namespace + "/" + ref.Name
@@ -50,13 +50,13 @@ func persistentVolumeRow(pv *v1.PersistentVolume) []interface{} {
 	return []interface{}{
 		pv.Name, capacity.String(), accessModesString(pv.Spec.AccessModes), string(pv.Spec.PersistentVolumeReclaimPolicy),
 		phase, claim, storagehelpers.GetPersistentVolumeClass(pv), orUnset(pv.Spec.VolumeAttributesClassName),
-		pv.Status.Reason, age(pv.ObjectMeta), volumeModeString(pv.Spec.VolumeMode),
+		pv.Status.Reason, b.age(pv.ObjectMeta), volumeModeString(pv.Spec.VolumeMode),
 	}
 }
 
 // persistentVolumeClaimRow shows capacity and access modes only once the
 // claim names its volume: before, they are the request, not what it got.
-func persistentVolumeClaimRow(pvc *v1.PersistentVolumeClaim) []interface{} {
+func (b *builder) persistentVolumeClaimRow(pvc *v1.PersistentVolumeClaim) []interface{} {
 	phase := string(pvc.Status.Phase)
 	if pvc.DeletionTimestamp != nil {
 		phase = "Terminating"
@@ -68,7 +68,7 @@ func persistentVolumeClaimRow(pvc *v1.PersistentVolumeClaim) []interface{} {
 	}
 	return []interface{}{
 		pvc.Name, phase, pvc.Spec.VolumeName, capacity, modes, storagehelpers.GetPersistentVolumeClaimClass(pvc),
-		orUnset(pvc.Spec.VolumeAttributesClassName), age(pvc.ObjectMeta), volumeModeString(pvc.Spec.VolumeMode),
+		orUnset(pvc.Spec.VolumeAttributesClassName), b.age(pvc.ObjectMeta), volumeModeString(pvc.Spec.VolumeMode),
 	}
 }
 

@@ -27,7 +27,8 @@ func rows(t *testing.T, r *Resource, wide bool, objs ...runtime.Object) ([]strin
 }
 
 func TestPodTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	pods := reg.Get("", "v1", "pods")
 	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
 	created := metav1.ObjectMeta{Name: "p", Namespace: "default", CreationTimestamp: ago(2 * time.Hour)}
 	spec := v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "a"}, {Name: "b"}}}
@@ -92,7 +93,8 @@ func TestPodTable(t *testing.T) {
 }
 
 func TestNodeTable(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	nodes := reg.Get("", "v1", "nodes")
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-3 * 24 * time.Hour)),
 			Labels: map[string]string{"node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostname": "n1"}},
@@ -112,7 +114,11 @@ func TestNodeTable(t *testing.T) {
 }
 
 func TestWorkloadAndServiceTables(t *testing.T) {
-	now := fixedNow(t)
+	now, reg := fixedNow(t)
+	deployments := reg.Get("apps", "v1", "deployments")
+	services := reg.Get("", "v1", "services")
+	coreEvents := reg.Get("", "v1", "events")
+	eventsV1 := reg.Get("events.k8s.io", "v1", "events")
 	d := newDeployment()
 	d.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
 	deployments.Default(d)

@@ -27,6 +27,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
 )
 
@@ -113,6 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// in-process scheduler's, the process and Go collectors.
 	metricsRegistry := apimetrics.NewRegistry()
 	api, err := apiserver.New(apiserver.Config{
+		Registry:           registry.New(registry.Config{}),
 		Etcd:               store.Client(),
 		Logger:             log.With("component", "apiserver"),
 		TokenSigner:        signer,

@@ -25,7 +25,7 @@ import (
 // testServer serves the documents of the registry's resources, as the
 // API server does, and 404 elsewhere.
 var testServer = sync.OnceValue(func() *httptest.Server {
-	s := New(registry.All(), "v1.37.2-test")
+	s := New(registry.New(registry.Config{}).All(), "v1.37.2-test")
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.Serve(w, r) {
 			http.NotFound(w, r)

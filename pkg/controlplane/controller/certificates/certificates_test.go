@@ -65,11 +65,10 @@ func start(t *testing.T, objs ...runtime.Object) *fixture {
 // and /status run the registry's prepare and validate hooks, with the
 // API server's resourceVersion check.
 func (f *fixture) serveSubresources(t *testing.T) {
-	i := slices.IndexFunc(registry.All(), func(r *registry.Resource) bool { return r.Plural == "certificatesigningrequests" })
-	if i < 0 {
+	res := registry.New(registry.Config{}).Get("certificates.k8s.io", "v1", "certificatesigningrequests")
+	if res == nil {
 		t.Fatal("no certificatesigningrequests in the registry")
 	}
-	res := registry.All()[i]
 	var rv atomic.Int64
 	rv.Store(1 << 20) // apart from the fake's own
 	f.client.PrependReactor("update", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
