@@ -1,6 +1,10 @@
 package podspec
 
-import v1 "k8s.io/api/core/v1"
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
+)
 
 // HostPort is one port a pod takes on its node's addresses; the scheduler
 // and the agent's admission both check them for conflicts.
@@ -26,7 +30,7 @@ func HostPorts(pod *v1.Pod) []HostPort {
 	var out []HostPort
 	add := func(cs []v1.Container, sidecarsOnly bool) {
 		for _, c := range cs {
-			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
+			if sidecarsOnly && !podutil.IsSidecar(&c) {
 				continue
 			}
 			for _, p := range c.Ports {

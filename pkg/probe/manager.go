@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // Config wires a Manager.
@@ -114,7 +116,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	var cs []*v1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(c) {
 			cs = append(cs, c)
 		}
 	}

@@ -41,7 +41,7 @@ type Source struct {
 // New builds the informer; Run starts it.
 func New(cfg Config) (*Source, error) {
 	if cfg.Client == nil || cfg.NodeName == "" {
-		return nil, errors.New("apisource: Client and NodeName are required")
+		return nil, errors.New("apiclient: API source needs Client and NodeName")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -67,7 +67,7 @@ func New(cfg Config) (*Source, error) {
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}); err != nil {
-		return nil, fmt.Errorf("apisource: pod informer: %w", err)
+		return nil, fmt.Errorf("apiclient: pod informer: %w", err)
 	}
 	return s, nil
 }

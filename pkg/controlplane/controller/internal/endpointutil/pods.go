@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // ShouldPodBeInEndpoints reports whether pod is published at all: not
@@ -52,7 +54,7 @@ func FindPort(pod *v1.Pod, sp *v1.ServicePort) (int32, error) {
 	name := sp.TargetPort.StrVal
 	containers := pod.Spec.Containers
 	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(&c) {
 			containers = append(containers[:len(containers):len(containers)], c)
 		}
 	}
