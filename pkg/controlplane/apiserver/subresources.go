@@ -42,7 +42,7 @@ func (h *resourceHandler) getSubresource(ctx context.Context, w http.ResponseWri
 		if err != nil {
 			return err
 		}
-		responsewriters.WriteJSON(w, http.StatusOK, scaleOf(obj))
+		responsewriters.WriteJSON(w, http.StatusOK, h.res.GetScale(obj))
 		return nil
 	}
 	return h.get(ctx, w, r)
@@ -137,7 +137,7 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 		if err != nil {
 			return err
 		}
-		raw, _ := json.Marshal(scaleOf(cur))
+		raw, _ := json.Marshal(h.res.GetScale(cur))
 		pt := patchTypeOf(r)
 		if body, err = applyPatch(pt, raw, body, &autoscalingv1.Scale{}); err != nil {
 			return responsewriters.BadRequest("%v", err)
@@ -158,14 +158,16 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 		if sc.ResourceVersion != "" && sc.ResourceVersion != m.GetResourceVersion() {
 			return nil, apierrors.NewConflict(groupResource(h.res), m.GetName(), errorString("the object has been modified; please apply your changes to the latest version and try again"))
 		}
-		setReplicas(cur, sc.Spec.Replicas)
+		if errs := h.res.SetScale(cur, &sc); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), m.GetName(), errs)
+		}
 		m.SetGeneration(m.GetGeneration() + 1)
 		return cur, nil
 	}, dryRun(r))
 	if err != nil {
 		return err
 	}
-	responsewriters.WriteJSON(w, http.StatusOK, scaleOf(updated))
+	responsewriters.WriteJSON(w, http.StatusOK, h.res.GetScale(updated))
 	return nil
 }
 

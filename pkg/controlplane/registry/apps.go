@@ -389,11 +389,13 @@ func scaleOf(m *metav1.ObjectMeta, replicas *int32, current int32, sel *metav1.L
 		},
 		Status: autoscalingv1.ScaleStatus{Replicas: current},
 	}
+	// Stored objects are defaulted; a nil count reads as the default (1).
+	s.Spec.Replicas = 1
 	if replicas != nil {
 		s.Spec.Replicas = *replicas
 	}
-	if sel != nil {
-		s.Status.Selector = selectorString(sel)
+	if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil && sel != nil {
+		s.Status.Selector = parsed.String()
 	}
 	return s
 }
