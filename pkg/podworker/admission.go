@@ -19,9 +19,19 @@ import (
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
-// (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod: resources,
-// node name, node selector/affinity and host ports are checked against the
-// pods already admitted, then the node's NoExecute taints.
+// (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod: first the
+// pod's OS (checks preemption could not help), then resources, node name,
+// node selector/affinity and host ports against the pods already admitted,
+// then the node's NoExecute taints.
+
+// The predicate admit handler's OS rejections: reasons and messages.
+const (
+	reasonPodOSSelectorMismatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported     = "PodOSNotSupported"
+
+	msgPodOSSelectorMismatch = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	msgPodOSNotSupported     = "Failed to admit pod as the OS field doesn't match node OS"
+)
 
 // Upstream predicate names and descriptions.
 const (
@@ -139,6 +149,22 @@ func portsFit(pod *v1.Pod, admitted []*v1.Pod) bool {
 	return true
 }
 
+// checkPodOS is the predicate admit handler's first two checks, against the
+// OS the agent runs on. The first compares the pod's own kubernetes.io/os
+// label (metadata.labels, not its node selector) with that OS: upstream
+// takes the node's label, but puts the running OS in its place when the
+// label is missing or says another, so only the running OS counts. The
+// second compares spec.os.name.
+func checkPodOS(pod *v1.Pod, nodeOS string) (AdmitResult, bool) {
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != nodeOS {
+		return AdmitResult{Reason: reasonPodOSSelectorMismatch, Message: msgPodOSSelectorMismatch}, false
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return AdmitResult{Reason: reasonPodOSNotSupported, Message: msgPodOSNotSupported}, false
+	}
+	return AdmitResult{}, true
+}
+
 // toleratesNoExecute is the kubelet's only taint check: the scheduler
 // handles NoSchedule, and a NoExecute taint would evict the pod anyway.
 func toleratesNoExecute(pod *v1.Pod, taints []v1.Taint) bool {
@@ -149,13 +175,19 @@ func toleratesNoExecute(pod *v1.Pod, taints []v1.Taint) bool {
 
 // AdmitPod runs the kubelet's general filter on a new pod against the
 // admitted, non-terminal pods and returns the first failure, as upstream
-// does. File-source (static) pods are always admitted.
+// does. File-source (static) pods are checked for their OS only: upstream
+// runs the OS checks on every pod, and the rest would be resolved for a
+// static (critical) pod by evicting others, which the agent does not do.
 func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
 	return firstFailure(admissionFailures(pod, admitted, node))
 }
 
-// admissionFailures lists every failed check, in upstream's order.
+// admissionFailures lists every failed check, in upstream's order; an OS
+// mismatch is the only one reported, as upstream returns on it at once.
 func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
+	if r, ok := checkPodOS(pod, goruntime.GOOS); !ok {
+		return []AdmitResult{r}
+	}
 	if podutil.IsStatic(pod) {
 		return nil
 	}

@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"testing"
 
@@ -154,22 +155,132 @@ func TestAdmitPod(t *testing.T) {
 	}
 }
 
+// foreignOS is an OS the tests never run on.
+func foreignOS() string {
+	if goruntime.GOOS == "windows" {
+		return "linux"
+	}
+	return "windows"
+}
+
+// The OS checks come first, before the predicates, and apply to static
+// pods too; the node's kubernetes.io/os label is not what counts, the OS
+// the agent runs on is (upstream puts it in the label's place).
+func TestAdmitPodOS(t *testing.T) {
+	const (
+		selectorMsg = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+		fieldMsg    = "Failed to admit pod as the OS field doesn't match node OS"
+	)
+	other := foreignOS()
+	mod := func(p *v1.Pod, f func(*v1.Pod)) *v1.Pod { f(p); return p }
+	withOS := func(p *v1.Pod, name string) *v1.Pod { p.Spec.OS = &v1.PodOS{Name: v1.OSName(name)}; return p }
+	withLabel := func(p *v1.Pod, os string) *v1.Pod {
+		p.Labels = map[string]string{v1.LabelOSStable: os}
+		return p
+	}
+	static := func(p *v1.Pod) *v1.Pod {
+		p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+		return p
+	}
+	node := NodeInfo{Name: "node1", Labels: defaultNodeLabels("node1", nil),
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+	labelled := func(os string) NodeInfo {
+		n := node
+		n.Labels = defaultNodeLabels("node1", map[string]string{v1.LabelOSStable: os})
+		return n
+	}
+	tests := []struct {
+		name        string
+		pod         *v1.Pod
+		node        NodeInfo
+		reason, msg string
+	}{
+		{name: "os field matches", pod: withOS(reqPod("a", "", ""), goruntime.GOOS), node: node},
+		{name: "os field foreign", pod: withOS(reqPod("a", "", ""), other), node: node,
+			reason: "PodOSNotSupported", msg: fieldMsg},
+		{name: "os label matches", pod: withLabel(reqPod("a", "", ""), goruntime.GOOS), node: node},
+		{name: "os label foreign", pod: withLabel(reqPod("a", "", ""), other), node: node,
+			reason: "PodOSSelectorNodeLabelDoesNotMatch", msg: selectorMsg},
+		{name: "label checked before field", pod: withOS(withLabel(reqPod("a", "", ""), other), other), node: node,
+			reason: "PodOSSelectorNodeLabelDoesNotMatch", msg: selectorMsg},
+		{name: "node label says another os: the running one counts", pod: withOS(withLabel(reqPod("a", "", ""), goruntime.GOOS), goruntime.GOOS),
+			node: labelled(other)},
+		{name: "node label says another os, pod label too", pod: withLabel(reqPod("a", "", ""), other), node: labelled(other),
+			reason: "PodOSSelectorNodeLabelDoesNotMatch", msg: selectorMsg},
+		{name: "node selector on the os label is the affinity check", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) {
+			p.Spec.NodeSelector = map[string]string{v1.LabelOSStable: other}
+		}), node: node, reason: "NodeAffinity", msg: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+		{name: "os before resources", pod: withOS(reqPod("a", "1000", ""), other), node: node,
+			reason: "PodOSNotSupported", msg: fieldMsg},
+		{name: "static pod foreign os field", pod: static(withOS(reqPod("a", "1000", ""), other)), node: node,
+			reason: "PodOSNotSupported", msg: fieldMsg},
+		{name: "static pod foreign os label", pod: static(withLabel(reqPod("a", "", ""), other)), node: node,
+			reason: "PodOSSelectorNodeLabelDoesNotMatch", msg: selectorMsg},
+		{name: "static pod of this os", pod: static(withOS(reqPod("a", "1000", ""), goruntime.GOOS)), node: node},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := AdmitPod(tc.pod, nil, tc.node)
+			if r.Admit != (tc.reason == "") || r.Reason != tc.reason || r.Message != tc.msg {
+				t.Errorf("got %+v, want reason %q message %q", r, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+// A static pod for another OS is rejected as an API pod is: a warning
+// event, a Failed status with the "Pod was rejected: " prefix, nothing
+// created in the runtime.
+func TestManagerRejectsStaticPodOfForeignOS(t *testing.T) {
+	ev := &recordedEvents{}
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.events = ev
+	h.m.cfg.Node = func(context.Context, bool) (*v1.Node, error) {
+		t.Error("node read for a static pod")
+		return nil, fmt.Errorf("no node")
+	}
+	statuses := &statusLog{}
+	h.m.cfg.OnStatus = statuses.record
+	h.start(t)
+
+	win := scenarioPod("win", "busybox:1")
+	win.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	win.Spec.OS = &v1.PodOS{Name: v1.OSName(foreignOS())}
+	local := scenarioPod("local", "busybox:1")
+	local.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	h.pods <- []*v1.Pod{win, local}
+	eventually(t, "local running", func() (bool, string) { return allRunning(h.pod(local.UID)) })
+	const wantMsg = "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"
+	p := waitPhase(t, h, win.UID, v1.PodFailed)
+	if p.Status.Reason != "PodOSNotSupported" || p.Status.Message != wantMsg {
+		t.Errorf("win status = %s %q", p.Status.Reason, p.Status.Message)
+	}
+	h.rt.Lock()
+	for _, sb := range h.rt.Sandboxes {
+		if sb.Metadata.Uid == string(win.UID) {
+			t.Errorf("sandbox created for the rejected pod: %s", sb.Id)
+		}
+	}
+	h.rt.Unlock()
+	if got := statuses.of("win"); len(got) != 1 || got[0].Reason != "PodOSNotSupported" || got[0].Message != wantMsg {
+		t.Errorf("OnStatus for win = %+v, want one Failed/PodOSNotSupported", got)
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if n := count(ev.reasons, "PodOSNotSupported"); n != 1 {
+		t.Errorf("events = %v, want one PodOSNotSupported", ev.reasons)
+	}
+}
+
 // A pod that fits runs; one asking for more cpu than the node has is
 // rejected without touching the runtime, and stays rejected.
 func TestManagerRejectsPodOutOfCPU(t *testing.T) {
-	var mu sync.Mutex
-	var got []v1.PodStatus
 	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
 	h.m.cfg.Allocatable = v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110"),
 	}
-	h.m.cfg.OnStatus = func(p *v1.Pod, s v1.PodStatus) {
-		if p.Name == "big" {
-			mu.Lock()
-			got = append(got, s)
-			mu.Unlock()
-		}
-	}
+	statuses := &statusLog{}
+	h.m.cfg.OnStatus = statuses.record
 	h.start(t)
 
 	fits := scenarioPod("fits", "busybox:1")
@@ -217,9 +328,7 @@ func TestManagerRejectsPodOutOfCPU(t *testing.T) {
 	}
 	h.rt.Unlock()
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || got[0].Phase != v1.PodFailed || got[0].Reason != "OutOfcpu" || got[0].Message != wantMsg {
+	if got := statuses.of("big"); len(got) != 1 || got[0].Phase != v1.PodFailed || got[0].Reason != "OutOfcpu" || got[0].Message != wantMsg {
 		t.Errorf("OnStatus for big = %+v, want one Failed/OutOfcpu", got)
 	}
 }

@@ -282,11 +282,17 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 	var node *NodeInfo // read once, for the first pod that needs it
 	for _, p := range fresh {
 		if needsAdmission(p) {
-			if node == nil {
-				info := m.nodeInfo(ctx)
-				node = &info
+			var r AdmitResult
+			if podutil.IsStatic(p) {
+				r = AdmitPod(p, nil, NodeInfo{}) // the OS checks only: no node needed
+			} else {
+				if node == nil {
+					info := m.nodeInfo(ctx)
+					node = &info
+				}
+				r = m.admitLocked(ctx, p, *node)
 			}
-			if r := m.admitLocked(ctx, p, *node); !r.Admit {
+			if !r.Admit {
 				m.rejectLocked(p, r, &notify)
 				continue
 			}
@@ -315,10 +321,11 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 }
 
 // needsAdmission: as upstream, pods being deleted and pods the API already
-// shows finished skip admission (their worker never starts them), and so
-// do static pods, which are always admitted.
+// shows finished skip admission (their worker never starts them). Static
+// pods are admitted without reading the node (AdmitPod checks their OS
+// only), so that they start while the API server is away.
 func needsAdmission(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp == nil && !finishedInAPI(pod) && !podutil.IsStatic(pod)
+	return pod.DeletionTimestamp == nil && !finishedInAPI(pod)
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {
