@@ -28,9 +28,9 @@ the controllers, and this host's node agent joined to it.
   API server     https://127.0.0.1:6443  (data, PKI and etcd in /var/lib/nodeagent)
   kubectl        $ROOT/_output/bin/nodeagent kubectl get nodes   (upstream kubectl; default kubeconfig
                  /var/lib/nodeagent/admin.kubeconfig; $ROOT/_output/bin/kubectl links to it)
-                 nodeagent kubectl create deployment web --image=localhost/nodeagent/busybox:1 -- httpd -f -p 8080
+                 nodeagent kubectl create deployment hello --image=localhost/nodeagent/busybox:1 -- httpd -f -p 8080
                  nodeagent kubectl get pods -o wide          (pod IPs from the node's pod CIDR, 10.244.0.0/24)
-                 nodeagent kubectl expose deployment web --port 80 --target-port 8080
+                 nodeagent kubectl expose deployment hello --port 80 --target-port 8080
                  curl http://<the service's CLUSTER-IP>/   (the agent's service proxy, nftables table ip nodeagent-proxy)
   agent config   /etc/nodeagent/config.yaml  (KubeletConfiguration)
   manifests      /etc/nodeagent/manifests    (static pods; they appear in the API as mirror pods)
