@@ -62,6 +62,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 			return fmt.Errorf("create sandbox: %w", err)
 		}
 	}
+	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
 	if startsAny(plan) {
 		if target.volumes, err = w.setUpVolumes(ctx, pod, podIPs); err != nil {
@@ -103,7 +104,7 @@ func (w *worker) refreshVolumes(ctx context.Context, pod *v1.Pod, st *runtime.Po
 	if sb == nil || len(pod.Spec.Volumes) == 0 {
 		return
 	}
-	if _, err := w.setUpVolumes(ctx, pod, sb.IPs); err != nil {
+	if _, err := w.setUpVolumes(ctx, pod, criconfig.PodIPs(pod, w.d.node.IP, sb.IPs)); err != nil {
 		w.log.Warn("refresh volumes", "err", err)
 	}
 }
