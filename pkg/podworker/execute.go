@@ -1,6 +1,7 @@
 package podworker
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,6 +63,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 			return fmt.Errorf("create sandbox: %w", err)
 		}
 	}
+	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
 	if startsAny(plan) {
 		if target.volumes, err = w.setUpVolumes(ctx, pod, podIPs); err != nil {
@@ -103,7 +105,7 @@ func (w *worker) refreshVolumes(ctx context.Context, pod *v1.Pod, st *runtime.Po
 	if sb == nil || len(pod.Spec.Volumes) == 0 {
 		return
 	}
-	if _, err := w.setUpVolumes(ctx, pod, sb.IPs); err != nil {
+	if _, err := w.setUpVolumes(ctx, pod, criconfig.PodIPs(pod, w.d.node.IP, sb.IPs)); err != nil {
 		w.log.Warn("refresh volumes", "err", err)
 	}
 }
@@ -138,10 +140,8 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodS
 		return id, nil, err
 	}
 	ips := runtime.SandboxIPs(resp.GetStatus())
-	if !pod.Spec.HostNetwork {
-		if err := writeEtcHosts(w.podDir(), pod, ips, w.d.node.DNS.ClusterDomain); err != nil {
-			return id, ips, err
-		}
+	if err := writeEtcHosts(w.podDir(), pod, ips, w.d.node.DNS.ClusterDomain, nodeHostsFile); err != nil {
+		return id, ips, err
 	}
 	return id, ips, nil
 }
@@ -229,14 +229,12 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		TermMessagePath: termPath, PidTarget: t.pidTarget,
 		EnvObjects: envObjs, Volumes: t.volumes,
 	}
-	if !pod.Spec.HostNetwork {
-		// Written with the sandbox; written here too when that step failed
-		// half-way, so the runtime never bind-mounts a missing file.
-		in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
-		if _, err := os.Stat(in.EtcHostsPath); err != nil {
-			if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.d.node.DNS.ClusterDomain); err != nil {
-				return "", err
-			}
+	// Written with the sandbox; written here too when that step failed
+	// half-way, so the runtime never bind-mounts a missing file.
+	in.EtcHostsPath = filepath.Join(w.podDir(), "etc-hosts")
+	if _, err := os.Stat(in.EtcHostsPath); err != nil {
+		if err := writeEtcHosts(w.podDir(), pod, t.podIPs, w.d.node.DNS.ClusterDomain, nodeHostsFile); err != nil {
+			return "", err
 		}
 	}
 	cfg, err := criconfig.ContainerConfig(pod, c, w.d.node, in)
@@ -281,24 +279,49 @@ func nextRestartFromLogs(dir string) int {
 	return next
 }
 
-// writeEtcHosts writes the kubelet's managed hosts file.
-func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain string) error {
+// nodeHostsFile is the node's hosts file, which a hostNetwork pod's starts
+// from.
+const nodeHostsFile = "/etc/hosts"
+
+// writeEtcHosts writes the kubelet's managed hosts file (its
+// ensureHostsFile): a hostNetwork pod's is the node's with the pod's host
+// aliases appended (nodeHosts is the node's file), any other pod's names
+// the pod at its IPs.
+func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain, nodeHosts string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("pod dir: %w", err)
 	}
-	var b strings.Builder
-	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
-	for _, ip := range ips {
-		name := criconfig.Hostname(pod)
-		if pod.Spec.Subdomain != "" {
-			fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
-			if clusterDomain != "" {
-				fqdn += "." + clusterDomain
-			}
-			name = fqdn + "\t" + name
+	var node []byte
+	if pod.Spec.HostNetwork {
+		var err error
+		if node, err = os.ReadFile(nodeHosts); err != nil {
+			return fmt.Errorf("node hosts file: %w", err)
 		}
-		fmt.Fprintf(&b, "%s\t%s\n", ip, name)
+	}
+	return os.WriteFile(filepath.Join(dir, "etc-hosts"), etcHostsContent(pod, ips, clusterDomain, node), 0o644)
+}
+
+// etcHostsContent is the managed hosts file's text; node is the node's
+// hosts file, the start of a hostNetwork pod's.
+func etcHostsContent(pod *v1.Pod, ips []string, clusterDomain string, node []byte) []byte {
+	var b bytes.Buffer
+	if pod.Spec.HostNetwork {
+		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
+		b.Write(node)
+	} else {
+		b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+		b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+		for _, ip := range ips {
+			name := criconfig.Hostname(pod)
+			if pod.Spec.Subdomain != "" {
+				fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
+				if clusterDomain != "" {
+					fqdn += "." + clusterDomain
+				}
+				name = fqdn + "\t" + name
+			}
+			fmt.Fprintf(&b, "%s\t%s\n", ip, name)
+		}
 	}
 	if len(pod.Spec.HostAliases) > 0 {
 		b.WriteString("\n# Entries added by HostAliases.\n")
@@ -306,7 +329,7 @@ func writeEtcHosts(dir string, pod *v1.Pod, ips []string, clusterDomain string) 
 	for _, a := range pod.Spec.HostAliases {
 		fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
 	}
-	return os.WriteFile(filepath.Join(dir, "etc-hosts"), []byte(b.String()), 0o644)
+	return b.Bytes()
 }
 
 func (w *worker) killContainers(ctx context.Context, pod *v1.Pod, kills map[string]KillReason, grace int64) {

@@ -58,16 +58,16 @@ func GenerateStatus(in StatusInput) v1.PodStatus {
 		t := metav1.NewTime(in.StartTime)
 		s.StartTime = &t
 	}
+	var sandboxIPs []string
 	if sb := latestSandbox(in.Runtime); sb != nil {
-		ips := sb.IPs
-		if sb.HostNet && in.HostIP != "" {
-			ips = []string{in.HostIP}
-		}
-		if len(ips) > 0 {
-			s.PodIP = ips[0]
-			for _, ip := range ips {
-				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
-			}
+		sandboxIPs = sb.IPs
+	}
+	// A hostNetwork pod's are the node's, from the start and after its
+	// sandbox stopped (a stopped sandbox reports no network).
+	if ips := criconfig.PodIPs(pod, in.HostIP, sandboxIPs); len(ips) > 0 {
+		s.PodIP = ips[0]
+		for _, ip := range ips {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
 	}
 	// The kubelet's default waiting reason for containers not created yet.

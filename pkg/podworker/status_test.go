@@ -225,6 +225,10 @@ func TestGenerateStatusPodFields(t *testing.T) {
 		{"host network uses the host IP", true,
 			[]*runtime.SandboxStatus{{ID: "sb", State: criv1.PodSandboxState_SANDBOX_READY, HostNet: true}},
 			"192.0.2.10", []v1.PodIP{{IP: "192.0.2.10"}}},
+		{"host network, sandbox stopped", true,
+			[]*runtime.SandboxStatus{{ID: "sb", State: criv1.PodSandboxState_SANDBOX_NOTREADY}},
+			"192.0.2.10", []v1.PodIP{{IP: "192.0.2.10"}}},
+		{"host network, no sandbox yet", true, nil, "192.0.2.10", []v1.PodIP{{IP: "192.0.2.10"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,38 +45,35 @@ func readCapped(path string, max int64) string {
 	return string(b)
 }
 
-// logTail extracts the last lines of a CRI-format log
-// ("<time> <stream> <P|F> <text>"), joining partial lines.
+// logTail is the kubelet's fallback message: the last lines entries of a
+// CRI-format log ("<time> <stream> <P|F> <text>"), counted as the file's
+// lines, stdout and stderr alike; their texts concatenated (a full entry
+// ends its line, a partial one runs on into the next, the last one
+// included), of which the last maxBytes bytes.
 func logTail(path string, lines, maxBytes int) string {
 	b, err := readTail(path, int64(16*maxBytes))
 	if err != nil {
 		return ""
 	}
-	var out []string
-	var partial []byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
+	entries := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(entries) > lines {
+		entries = entries[len(entries)-lines:]
+	}
+	var out []byte
+	for _, line := range entries {
 		fields := bytes.SplitN(line, []byte(" "), 4)
 		if len(fields) < 4 {
 			continue
 		}
-		partial = append(partial, fields[3]...)
-		if string(fields[2]) == "P" {
-			continue
+		out = append(out, fields[3]...)
+		if string(fields[2]) != "P" {
+			out = append(out, '\n')
 		}
-		out = append(out, string(partial))
-		partial = nil
 	}
-	if len(out) > lines {
-		out = out[len(out)-lines:]
+	if len(out) > maxBytes {
+		out = out[len(out)-maxBytes:]
 	}
-	s := ""
-	for _, l := range out {
-		s += l + "\n"
-	}
-	if len(s) > maxBytes {
-		s = s[len(s)-maxBytes:]
-	}
-	return s
+	return string(out)
 }
 
 // readTail reads at most the last n bytes of a file, so that a huge log

@@ -180,12 +180,12 @@ func podFieldValue(pod *v1.Pod, path string, node Node, in ContainerInputs) (str
 	case "status.hostIP", "status.hostIPs":
 		return node.IP, nil
 	case "status.podIP":
-		if len(in.PodIPs) > 0 {
-			return in.PodIPs[0], nil
+		if ips := PodIPs(pod, node.IP, in.PodIPs); len(ips) > 0 {
+			return ips[0], nil
 		}
 		return "", nil
 	case "status.podIPs":
-		return strings.Join(in.PodIPs, ","), nil
+		return strings.Join(PodIPs(pod, node.IP, in.PodIPs), ","), nil
 	}
 	return "", &ConfigError{fmt.Sprintf("unsupported fieldPath: %s", path)}
 }

@@ -119,6 +119,9 @@ func TestMakeEnv(t *testing.T) {
 		envFrom []v1.EnvFromSource
 		want    [][2]string
 		wantErr bool
+		// hostNetwork: the pod is on the node's network, its sandbox
+		// reports no IPs.
+		hostNetwork bool
 	}{
 		{name: "order kept, references to earlier vars, redefinition keeps position",
 			env: []v1.EnvVar{{Name: "A", Value: "a"}, {Name: "B", Value: "$(A)-b"}, {Name: "C", Value: "$(D)"},
@@ -133,6 +136,10 @@ func TestMakeEnv(t *testing.T) {
 			want: [][2]string{{"N", "dapi"}, {"NS", "ns1"}, {"U", "uid-9"}, {"L", "lx"}, {"AN", "ay"}, {"MISSING", ""},
 				{"IP", "10.1.2.3"}, {"IPS", "10.1.2.3,fd00::3"}, {"NODE", "node1"}, {"HOST", "192.0.2.1"}, {"SA", "robot"},
 				{"REF", "dapi.ns1"}}},
+		{name: "hostNetwork: the pod's IPs are the node's", hostNetwork: true,
+			env: []v1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("HOST_IP", "status.hostIP"),
+				fieldEnv("POD_IPS", "status.podIPs"), fieldEnv("HOST_IPS", "status.hostIPs")},
+			want: [][2]string{{"POD_IP", "192.0.2.1"}, {"HOST_IP", "192.0.2.1"}, {"POD_IPS", "192.0.2.1"}, {"HOST_IPS", "192.0.2.1"}}},
 		{name: "unsupported fieldPath", env: []v1.EnvVar{fieldEnv("X", "spec.bogus")}, wantErr: true},
 		{name: "resourceFieldRef with divisors and allocatable default",
 			env: []v1.EnvVar{resEnv("CPU_LIM_M", "", "limits.cpu", "1m"), resEnv("CPU_LIM", "", "limits.cpu", ""),
@@ -159,7 +166,11 @@ func TestMakeEnv(t *testing.T) {
 			pod := envPod()
 			c := &pod.Spec.Containers[0]
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
-			kvs, err := makeEnv(pod, c, envNode, envInputs)
+			in := envInputs
+			if tc.hostNetwork {
+				pod.Spec.HostNetwork, in.PodIPs = true, nil
+			}
+			kvs, err := makeEnv(pod, c, envNode, in)
 			if tc.wantErr {
 				var ce *ConfigError
 				if !errors.As(err, &ce) {

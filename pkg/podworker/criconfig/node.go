@@ -30,3 +30,14 @@ type ConfigError struct{ Msg string }
 func (e *ConfigError) Error() string { return e.Msg }
 
 func isOptional(p *bool) bool { return p != nil && *p }
+
+// PodIPs are a pod's addresses, as its status and its downward API show
+// them: a hostNetwork pod's are the node's (the kubelet gives such a pod
+// the node's IPs whatever its sandbox reports), any other pod's are its
+// sandbox's.
+func PodIPs(pod *v1.Pod, nodeIP string, sandboxIPs []string) []string {
+	if pod.Spec.HostNetwork && nodeIP != "" {
+		return []string{nodeIP}
+	}
+	return sandboxIPs
+}
