@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
 // ServiceWatch keeps every namespace's services from a watch, as the
@@ -19,7 +18,7 @@ import (
 type ServiceWatch struct {
 	factory informers.SharedInformerFactory
 	lister  corelisters.ServiceLister
-	synced  cache.InformerSynced
+	synced  func() bool
 }
 
 // NewServiceWatch builds the informer; Run starts it.

@@ -1,8 +1,9 @@
 package criconfig
 
 import (
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,17 +88,6 @@ func envVarName(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }
 
-// sortedKeys are m's keys in order, so that the service variables come
-// in the same order on every start.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // serviceLinks is the pod's enableServiceLinks; unset (a pod not
 // defaulted by the API server) is the API's default, true.
 func serviceLinks(pod *v1.Pod) bool {
@@ -120,7 +110,7 @@ func lookupEnv(defined, services map[string]string, k string) (string, bool) {
 // appendServiceEnv adds the service variables the container's env and
 // envFrom did not define (theirs win), in name order.
 func appendServiceEnv(out []*criv1.KeyValue, services, defined map[string]string) []*criv1.KeyValue {
-	for _, k := range sortedKeys(services) {
+	for _, k := range slices.Sorted(maps.Keys(services)) { // the same order on every start
 		if _, ok := defined[k]; !ok {
 			out = append(out, &criv1.KeyValue{Key: k, Value: []byte(services[k])})
 		}
