@@ -124,6 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
 		wcfg.SourcesReady = api.SourcesReady
 		wcfg.Node = api.Watch.Node // admission sees the labels and taints set through the API
+		wcfg.Services = api.Services
 	}
 	mgr, err := podworker.New(wcfg)
 	if err != nil {

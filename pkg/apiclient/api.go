@@ -76,6 +76,7 @@ type API struct {
 	Objects  Objects
 	Node     *NodeStatus
 	Watch    *NodeWatch
+	Services *ServiceWatch
 	Lease    *Lease
 	Source   *apisource.Source
 	Status   *StatusManager
@@ -105,6 +106,9 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	if a.Watch, err = NewNodeWatch(cfg.Client, cfg.NodeName); err != nil {
+		return nil, err
+	}
+	if a.Services, err = NewServiceWatch(cfg.Client); err != nil {
 		return nil, err
 	}
 	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
@@ -147,6 +151,7 @@ func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.P
 	apiPods := make(chan podsource.APIPods)
 	g.Go(func() error { return a.Node.Run(ctx) })
 	g.Go(func() error { return a.Watch.Run(ctx) })
+	g.Go(func() error { return a.Services.Run(ctx) })
 	g.Go(func() error { return a.Lease.Run(ctx) })
 	g.Go(func() error { return a.Status.Run(ctx) })
 	g.Go(func() error { return a.Mirrors.Run(ctx) })

@@ -5,6 +5,8 @@
 //   - NodeStatus registers the Node and reports its status (conditions,
 //     capacity, node info) on change and at least every report period;
 //   - NodeWatch watches the Node, whose labels and taints admission checks;
+//   - ServiceWatch watches every namespace's services, for the containers'
+//     service environment variables (KUBERNETES_SERVICE_HOST, ...);
 //   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
 //   - StatusManager sends pod statuses to pods/status and confirms
 //     deletions (grace period 0, UID precondition);
@@ -14,13 +16,13 @@
 // The pod source of the API and the merger of pod sources are in
 // pkg/podsource. API assembles all of them, since the pod source must wait
 // for the Node's registration and the merger feeds the MirrorManager: build
-// it with New, pass its Watch.Node, OnStatus, OnTerminated and Events to
+// it with New, pass its Watch.Node, Services, OnStatus, OnTerminated and Events to
 // podworker.Config, and run it with the static pod channel in and the
 // merged channel out:
 //
 //	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
 //	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),
-//		Node: api.Watch.Node, OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
+//		Node: api.Watch.Node, Services: api.Services, OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
 //	go api.Run(ctx, staticPods, merged)
 //	go mgr.Run(ctx, merged, plegEvents)
 //

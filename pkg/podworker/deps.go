@@ -35,6 +35,10 @@ type deps struct {
 	backoff restartBackoff
 	mounts  retryBackoff
 
+	// services lists the services for the service environment variables
+	// (nil: standalone).
+	services ServiceLister
+
 	// onStatus and onTerminated are the Config's (nil: not wanted);
 	// forget tells the manager the worker ended.
 	onStatus     func(pod *v1.Pod, status v1.PodStatus)
@@ -95,7 +99,7 @@ func (m *Manager) workerDeps() deps {
 	return deps{
 		log: m.log, now: m.now, node: m.node(),
 		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
-		volumes: m.cfg.Volumes, objects: m.cfg.Objects, events: m.events,
+		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, events: m.events,
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,

@@ -224,10 +224,14 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return "", err
 	}
+	services, err := podServices(w.d.services, pod)
+	if err != nil {
+		return "", err
+	}
 	in := criconfig.ContainerInputs{
 		PodIPs: t.podIPs, ImageRef: imageRef, RestartCount: restartCount,
 		TermMessagePath: termPath, PidTarget: t.pidTarget,
-		EnvObjects: envObjs, Volumes: t.volumes,
+		EnvObjects: envObjs, Services: services, Volumes: t.volumes,
 	}
 	// Written with the sandbox; written here too when that step failed
 	// half-way, so the runtime never bind-mounts a missing file.

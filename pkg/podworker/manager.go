@@ -69,6 +69,9 @@ type Config struct {
 	// volumes refer to (nil: standalone).
 	Volumes VolumeManager
 	Objects volume.Getter
+	// Services lists the services for the containers' service environment
+	// variables (nil: standalone, none).
+	Services ServiceLister
 
 	// SourcesReady, when set, reports whether every pod source has been
 	// heard from; until then runtime pods the agent does not know are left

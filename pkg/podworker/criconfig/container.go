@@ -26,6 +26,10 @@ type ContainerInputs struct {
 	PidTarget       string // container whose PID namespace to join (ephemeral containers)
 	EnvObjects      EnvObjects
 	Volumes         map[string]volume.Mounted // the pod's volumes, by name
+
+	// Services are the cluster's services when the container starts, for
+	// its service environment variables (nil: none, as standalone).
+	Services []*v1.Service
 }
 
 // ContainerConfig is the container's CreateContainer request, with the
@@ -111,7 +115,8 @@ func envLookup(envs []*criv1.KeyValue) func(string) (string, bool) {
 }
 
 // makeEnv resolves the container's env in order; each value may refer to
-// variables defined before it.
+// variables defined before it and to the service variables, which come
+// last, those the container defines itself left out.
 func makeEnv(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) ([]*criv1.KeyValue, error) {
 	defined := map[string]string{}
 	var order []string
@@ -121,7 +126,8 @@ func makeEnv(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) ([]*cr
 		}
 		defined[k] = v
 	}
-	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
+	services := ServiceEnv(pod.Namespace, serviceLinks(pod), in.Services)
+	lookup := func(k string) (string, bool) { return lookupEnv(defined, services, k) }
 	if _, err := envFromSources(c, pod.Namespace, in.EnvObjects, set); err != nil {
 		return nil, err
 	}
@@ -138,11 +144,11 @@ func makeEnv(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) ([]*cr
 			set(e.Name, v)
 		}
 	}
-	out := make([]*criv1.KeyValue, 0, len(order))
+	out := make([]*criv1.KeyValue, 0, len(order)+len(services))
 	for _, k := range order {
 		out = append(out, &criv1.KeyValue{Key: k, Value: []byte(defined[k])})
 	}
-	return out, nil
+	return appendServiceEnv(out, services, defined), nil
 }
 
 func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, node Node, in ContainerInputs) (string, bool, error) {

@@ -110,6 +110,7 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		Volumes: []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2"}}}
 	secrets := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Plural: "secrets", Namespaced: true}
+	services := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true}
 	z := &NodeAuthorizer{Pods: pods}
 	cases := []struct {
 		a    Attributes
@@ -122,6 +123,14 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		{Attributes{User: nodeUser, Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n2"}, DecisionNoOpinion},
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "used"}, DecisionAllow},
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "other"}, DecisionNoOpinion},
+		// The agent's service informer (the service environment
+		// variables): every namespace's services, read only, as
+		// upstream's system:node role.
+		{Attributes{User: nodeUser, Verb: "list", Resource: services}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "watch", Resource: services}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "get", Resource: services, Namespace: "default", Name: "kubernetes"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "create", Resource: services, Namespace: "ns"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "delete", Resource: services, Namespace: "ns", Name: "web"}, DecisionNoOpinion},
 		{Attributes{User: nodeUser, Verb: "get", Path: "/metrics"}, DecisionNoOpinion},
 		{Attributes{User: request.User{Name: "system:node:n1"}, Verb: "get", Resource: podsResource, Namespace: "ns", Name: "mine"}, DecisionNoOpinion},
 	}
