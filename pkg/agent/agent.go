@@ -114,6 +114,8 @@ func Run(ctx context.Context, o Options) error {
 
 		Metrics:      mtr,
 		ProbeMetrics: mtr,
+
+		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 	}
 	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
 	if api != nil {

@@ -113,6 +113,12 @@ type Config struct {
 	// quantities) are held back from the node's allocatable. Default: none.
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
+	// AllowedUnsafeSysctls are the sysctls, or prefixes ending in '*'
+	// ("net.core.*"), pods may set beyond the safe set; each must be
+	// known to be namespaced (net.*, kernel.shm*, kernel.msg*, kernel.sem,
+	// fs.mqueue.*, ...). Pods asking for others are rejected at admission
+	// (SysctlForbidden). Default: none.
+	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
 }
 
 // ImageEndpoint returns ImageServiceEndpoint, or ContainerRuntimeEndpoint

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/sysctl"
 )
 
 // Validate checks a defaulted Config. Errors name the field, e.g.
@@ -27,6 +29,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateDNS()...)
 	errs = append(errs, c.validateNode()...)
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateSysctls()...)
 	return c.warnings(), errs.ToAggregate()
 }
 
@@ -236,6 +239,18 @@ func (c *Config) validateNode() field.ErrorList {
 			} else if q, err := resource.ParseQuantity(v); err != nil || q.Sign() < 0 {
 				errs = append(errs, field.Invalid(p, v, "must be a non-negative quantity"))
 			}
+		}
+	}
+	return errs
+}
+
+// validateSysctls checks allowedUnsafeSysctls as the kubelet's allowlist
+// does when it starts (it refuses to start on a bad entry).
+func (c *Config) validateSysctls() field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range c.AllowedUnsafeSysctls {
+		if err := sysctl.ValidatePattern(s); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("allowedUnsafeSysctls").Index(i), s, err.Error()))
 		}
 	}
 	return errs

@@ -214,3 +214,24 @@ func TestValidateReportsAllErrors(t *testing.T) {
 		t.Errorf("error = %v, want both maxPods and cgroupDriver", err)
 	}
 }
+
+func TestValidateAllowedUnsafeSysctls(t *testing.T) {
+	c := Default()
+	c.AllowedUnsafeSysctls = []string{"net.core.somaxconn", "net.*", "kernel.shm*", "fs.mqueue.*", "net/ipv4/*"}
+	if _, err := c.Validate(); err != nil {
+		t.Fatalf("valid names and patterns refused: %v", err)
+	}
+	for s, want := range map[string]string{
+		"vm.swappiness": `allowedUnsafeSysctls[0]: Invalid value: "vm.swappiness": the sysctls "vm.swappiness" are not known to be namespaced`,
+		"kernel.*":      `allowedUnsafeSysctls[0]: Invalid value: "kernel.*": the sysctls "kernel." are not known to be namespaced`,
+		"*":             `allowedUnsafeSysctls[0]: Invalid value: "*": the sysctls "" are not known to be namespaced`,
+		"net.*.core":    `allowedUnsafeSysctls[0]: Invalid value: "net.*.core": sysctl "net.*.core" must have at most 253 characters and match regex`,
+		"NET.core":      `sysctl "NET.core" must have at most 253 characters`,
+	} {
+		c.AllowedUnsafeSysctls = []string{s}
+		_, err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", s, err, want)
+		}
+	}
+}

@@ -228,9 +228,16 @@ func mergeStatus(old, reported v1.PodStatus) (v1.PodStatus, bool) {
 		return old, false
 	}
 	st := *reported.DeepCopy()
+	// As upstream's mergePodStatus: the kubelet's own conditions come from
+	// the report, every other one from the API, even if the report has a
+	// copy (its copy may be older than what its owner wrote since).
+	st.Conditions = nil
 	have := map[v1.PodConditionType]bool{}
-	for _, c := range st.Conditions {
-		have[c.Type] = true
+	for _, c := range reported.Conditions {
+		if kubeletConditions[c.Type] {
+			st.Conditions = append(st.Conditions, *c.DeepCopy())
+			have[c.Type] = true
+		}
 	}
 	for _, c := range old.Conditions {
 		if !have[c.Type] && (!kubeletConditions[c.Type] || c.Type == v1.PodScheduled) {

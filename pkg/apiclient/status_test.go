@@ -84,6 +84,28 @@ func TestStatusUpdateKeepsForeignConditions(t *testing.T) {
 	}
 }
 
+// A foreign condition in the agent's report (a copy of what the API said
+// when the agent last saw the pod) never overwrites the API's newer one.
+func TestStatusUpdateTakesForeignConditionsFromAPI(t *testing.T) {
+	p := apiPod("web", "u1", v1.PodRunning)
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}, {Type: "example.com/gate", Status: v1.ConditionTrue}}
+	s, cs := newTestStatus(t, p)
+	st := running()
+	st.Conditions = append(st.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionFalse})
+	s.OnStatus(fromAPI(p), st)
+	drain(s)
+	got := map[v1.PodConditionType]v1.ConditionStatus{}
+	for _, c := range getPod(t, cs, "web").Status.Conditions {
+		if _, dup := got[c.Type]; dup {
+			t.Errorf("condition %s twice", c.Type)
+		}
+		got[c.Type] = c.Status
+	}
+	if got[v1.PodReady] != v1.ConditionTrue || got["example.com/gate"] != v1.ConditionTrue {
+		t.Errorf("conditions = %v, want Ready from the report and the gate from the API", got)
+	}
+}
+
 func TestStatusNeverMovesTerminalPodBack(t *testing.T) {
 	p := apiPod("job", "u1", v1.PodSucceeded)
 	s, cs := newTestStatus(t, p)

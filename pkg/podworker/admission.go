@@ -16,6 +16,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/podspec"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
+	"github.com/nodeagent/nodeagent/pkg/sysctl"
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
@@ -212,6 +213,33 @@ func firstFailure(reasons []AdmitResult) AdmitResult {
 		return AdmitResult{Admit: true}
 	}
 	return reasons[0]
+}
+
+// newSysctlAllowlist is the kubelet's sysctl allowlist: the safe sysctls
+// this kernel namespaces plus the configured unsafe ones. A kernel version
+// it cannot read leaves out the safe sysctls that need one, as upstream.
+func newSysctlAllowlist(cfg Config) (*sysctl.Allowlist, error) {
+	safe, err := sysctl.SafeSysctlAllowlist()
+	if err != nil {
+		cfg.Logger.Warn("admission: kernel version unknown; safe sysctls that need a minimum kernel are not allowed", "err", err)
+	}
+	a, err := sysctl.NewAllowlist(append(safe, cfg.AllowedUnsafeSysctls...))
+	if err != nil {
+		return nil, fmt.Errorf("podworker: allowed sysctls: %w", err)
+	}
+	return a, nil
+}
+
+// checkSysctls is the kubelet's sysctl admit handler (pkg/kubelet/sysctl
+// allowlist.go Admit), run on every new pod, static ones included: each of
+// spec.securityContext.sysctls must be allowed, and a namespaced one needs
+// its namespace not shared with the host (hostNetwork for net.*, hostIPC
+// for kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*).
+func checkSysctls(pod *v1.Pod, allowed *sysctl.Allowlist) AdmitResult {
+	if msg := allowed.AdmitPod(pod); msg != "" {
+		return AdmitResult{Reason: sysctl.ForbiddenReason, Message: msg}
+	}
+	return AdmitResult{Admit: true}
 }
 
 // rejectedStatus is upstream's rejectPod status.

@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -483,4 +484,88 @@ func TestManagerNodeUnavailableUsesLocalLabels(t *testing.T) {
 	pod.Spec.NodeSelector = map[string]string{"local": "yes"}
 	h.pods <- []*v1.Pod{pod}
 	eventually(t, "pod running", func() (bool, string) { return allRunning(h.pod(pod.UID)) })
+}
+
+// Sysctls outside the safe set and allowedUnsafeSysctls are refused at
+// admission, for static pods too, with the kubelet's reason and message;
+// an allowed unsafe one (here by wildcard) runs.
+func TestManagerRejectsForbiddenSysctls(t *testing.T) {
+	ev := &recordedEvents{}
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.m.events = ev
+	allowed, err := newSysctlAllowlist(Config{Logger: h.m.log, AllowedUnsafeSysctls: []string{"kernel.msg*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m.sysctls = allowed
+	statuses := &statusLog{}
+	h.m.cfg.OnStatus = statuses.record
+	h.start(t)
+
+	withSysctl := func(name, sysctl string, static bool) *v1.Pod {
+		p := scenarioPod(name, "busybox:1")
+		if static {
+			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+		}
+		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: sysctl, Value: "1"}}}
+		return p
+	}
+	safe := withSysctl("safe", "net.ipv4.ping_group_range", false)
+	unsafe := withSysctl("unsafe", "kernel.msgmax", true)
+	forbidden := withSysctl("forbidden", "net.core.somaxconn", true)
+	h.pods <- []*v1.Pod{safe, unsafe, forbidden}
+	eventually(t, "safe and allowed unsafe running", func() (bool, string) {
+		if ok, d := allRunning(h.pod(safe.UID)); !ok {
+			return false, d
+		}
+		return allRunning(h.pod(unsafe.UID))
+	})
+	const wantMsg = `Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted`
+	p := waitPhase(t, h, forbidden.UID, v1.PodFailed)
+	if p.Status.Reason != "SysctlForbidden" || p.Status.Message != wantMsg {
+		t.Errorf("forbidden status = %s %q", p.Status.Reason, p.Status.Message)
+	}
+	if got := statuses.of("forbidden"); len(got) != 1 || got[0].Reason != "SysctlForbidden" || got[0].Message != wantMsg {
+		t.Errorf("OnStatus for forbidden = %+v", got)
+	}
+	h.rt.Lock()
+	for _, sb := range h.rt.Sandboxes {
+		if sb.Metadata.Uid == string(forbidden.UID) {
+			t.Errorf("sandbox created for the rejected pod: %s", sb.Id)
+		}
+	}
+	h.rt.Unlock()
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if n := count(ev.reasons, "SysctlForbidden"); n != 1 {
+		t.Errorf("events = %v, want one SysctlForbidden", ev.reasons)
+	}
+}
+
+func TestCheckSysctlsHostNamespaces(t *testing.T) {
+	allowed, err := newSysctlAllowlist(Config{Logger: slog.Default(), AllowedUnsafeSysctls: []string{"net.core.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sysctl           string
+		hostNet, hostIPC bool
+		msg              string
+	}{
+		{"net.core.somaxconn", false, false, ""},
+		{"net.core.somaxconn", true, false, `forbidden sysctl: "net.core.somaxconn" not allowed with host Net enabled`},
+		{"kernel.shm_rmid_forced", false, true, `forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled`},
+		{"kernel.shm_rmid_forced", true, false, ""},
+		{"vm.swappiness", false, false, `forbidden sysctl: "vm.swappiness" not allowlisted`},
+	} {
+		pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: tc.hostNet, HostIPC: tc.hostIPC,
+			SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: tc.sysctl, Value: "1"}}}}}
+		r := checkSysctls(pod, allowed)
+		if r.Admit != (tc.msg == "") || r.Message != tc.msg || (tc.msg != "" && r.Reason != "SysctlForbidden") {
+			t.Errorf("%s hostNetwork=%v hostIPC=%v: %+v, want %q", tc.sysctl, tc.hostNet, tc.hostIPC, r, tc.msg)
+		}
+	}
+	if _, err := newSysctlAllowlist(Config{Logger: slog.Default(), AllowedUnsafeSysctls: []string{"vm.*"}}); err == nil {
+		t.Error("an allowlist with a sysctl not known to be namespaced was built")
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
+	"github.com/nodeagent/nodeagent/pkg/sysctl"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
@@ -89,6 +90,11 @@ type Config struct {
 	// probes' measurements.
 	Metrics      Observer
 	ProbeMetrics probe.Observer
+
+	// AllowedUnsafeSysctls are the sysctls and prefixes ending in '*' pods
+	// may set beyond the safe set (KubeletConfiguration allowedUnsafeSysctls);
+	// admission rejects pods asking for others (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -114,6 +120,8 @@ type Manager struct {
 	probes *probe.Manager // Run's, for its workers
 	hooks  *lifecycle.Runner
 	now    func() time.Time
+	// sysctls are the sysctls admission lets pods set.
+	sysctls *sysctl.Allowlist
 
 	mu      sync.Mutex
 	desired map[types.UID]*v1.Pod
@@ -153,6 +161,10 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.HousekeepingPeriod == 0 {
 		cfg.HousekeepingPeriod = 10 * time.Second
 	}
+	sysctls, err := newSysctlAllowlist(cfg)
+	if err != nil {
+		return nil, err
+	}
 	keys, err := loadKeyring(defaultKeyringPaths(cfg.RootDir)...)
 	if err != nil {
 		cfg.Logger.Warn("registry credentials ignored", "err", err)
@@ -164,6 +176,7 @@ func New(cfg Config) (*Manager, error) {
 		backoff:  flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		mounts:   flowcontrol.NewBackOff(mountRetryInitial, mountRetryMax),
 		now:      time.Now,
+		sysctls:  sysctls,
 		desired:  map[types.UID]*v1.Pod{},
 		workers:  map[types.UID]*worker{},
 		finished: map[types.UID]bool{},
@@ -285,10 +298,12 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 	var node *NodeInfo // read once, for the first pod that needs it
 	for _, p := range fresh {
 		if needsAdmission(p) {
-			var r AdmitResult
-			if podutil.IsStatic(p) {
+			r := checkSysctls(p, m.sysctls) // upstream's sysctl handler runs before the predicates
+			switch {
+			case !r.Admit:
+			case podutil.IsStatic(p):
 				r = AdmitPod(p, nil, NodeInfo{}) // the OS checks only: no node needed
-			} else {
+			default:
 				if node == nil {
 					info := m.nodeInfo(ctx)
 					node = &info

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -287,15 +288,61 @@ func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {
 			notReady = append(notReady, cs.Name)
 		}
 	}
+	containersReady := readyCondition(v1.ContainersReady, notReady, s.Phase)
 	conds := []v1.PodCondition{
 		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 		initCondition(notInit, completed),
-		readyCondition(v1.PodReady, notReady, s.Phase),
-		readyCondition(v1.ContainersReady, notReady, s.Phase),
+		podReadyCondition(in.Pod, containersReady),
+		containersReady,
 		cond(v1.PodScheduled, true, "", ""),
 	}
 	keepTransitionTimes(conds, in.Old, in.Now)
-	return conds
+	return append(conds, foreignConditions(in.Pod)...)
+}
+
+// kubeletConditions are the pod condition types the kubelet owns
+// (kubetypes.PodConditionByKubelet); others are set through the API by
+// someone else (readiness gates, DisruptionTarget, ...).
+var kubeletConditions = map[v1.PodConditionType]bool{
+	v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true,
+	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
+}
+
+// foreignConditions are the pod's conditions the kubelet does not own, as
+// the API last showed them: the kubelet copies them into the status it
+// generates, and its readiness gates are read from them.
+func foreignConditions(pod *v1.Pod) []v1.PodCondition {
+	var out []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !kubeletConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// podReadyCondition is the kubelet's GeneratePodReadyCondition: Ready
+// follows ContainersReady and, once the containers are ready, needs every
+// readiness gate's condition to be True.
+func podReadyCondition(pod *v1.Pod, containersReady v1.PodCondition) v1.PodCondition {
+	if containersReady.Status != v1.ConditionTrue {
+		return cond(v1.PodReady, false, containersReady.Reason, containersReady.Message)
+	}
+	foreign := foreignConditions(pod)
+	var unready []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(foreign, func(c v1.PodCondition) bool { return c.Type == g.ConditionType })
+		switch {
+		case i < 0:
+			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case foreign[i].Status != v1.ConditionTrue:
+			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, foreign[i].Status))
+		}
+	}
+	if len(unready) > 0 {
+		return cond(v1.PodReady, false, "ReadinessGatesNotReady", strings.Join(unready, ", "))
+	}
+	return cond(v1.PodReady, true, "", "")
 }
 
 func cond(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {

@@ -478,3 +478,60 @@ func TestGenerateStatusTerminationMessage(t *testing.T) {
 		})
 	}
 }
+
+// Ready needs every readiness gate's condition True once the containers
+// are ready, with the kubelet's reason and messages otherwise; the gates'
+// conditions (set by others through the API) are kept in the status.
+func TestGenerateStatusReadinessGates(t *testing.T) {
+	const (
+		T = v1.ConditionTrue
+		F = v1.ConditionFalse
+	)
+	gate := func(t v1.PodConditionType, s v1.ConditionStatus) v1.PodCondition {
+		return v1.PodCondition{Type: t, Status: s}
+	}
+	running := []*runtime.ContainerStatus{rtRunning("a", "1", 0), rtRunning("b", "2", 0)}
+	cases := []struct {
+		name       string
+		gates      []v1.PodConditionType
+		conds      []v1.PodCondition
+		containers []*runtime.ContainerStatus
+		ready      condView
+	}{
+		{name: "no gates", containers: running, ready: condView{v1.PodReady, T, "", ""}},
+		{name: "gate condition missing", gates: []v1.PodConditionType{"example.com/ready"}, containers: running,
+			ready: condView{v1.PodReady, F, "ReadinessGatesNotReady", `corresponding condition of pod readiness gate "example.com/ready" does not exist.`}},
+		{name: "gate False", gates: []v1.PodConditionType{"example.com/ready"}, containers: running,
+			conds: []v1.PodCondition{gate("example.com/ready", F)},
+			ready: condView{v1.PodReady, F, "ReadinessGatesNotReady", `the status of pod readiness gate "example.com/ready" is not "True", but False`}},
+		{name: "gate True", gates: []v1.PodConditionType{"example.com/ready"}, containers: running,
+			conds: []v1.PodCondition{gate("example.com/ready", T)}, ready: condView{v1.PodReady, T, "", ""}},
+		{name: "two gates, both reported", gates: []v1.PodConditionType{"example.com/a", "example.com/b"}, containers: running,
+			conds: []v1.PodCondition{gate("example.com/a", "Unknown")},
+			ready: condView{v1.PodReady, F, "ReadinessGatesNotReady",
+				`the status of pod readiness gate "example.com/a" is not "True", but Unknown, corresponding condition of pod readiness gate "example.com/b" does not exist.`}},
+		{name: "containers not ready come first", gates: []v1.PodConditionType{"example.com/ready"},
+			conds:      []v1.PodCondition{gate("example.com/ready", T)},
+			containers: []*runtime.ContainerStatus{rtRunning("a", "1", 0)},
+			ready:      condView{v1.PodReady, F, "ContainersNotReady", "containers with unready status: [b]"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := statusPod()
+			for _, g := range tc.gates {
+				pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, v1.PodReadinessGate{ConditionType: g})
+			}
+			// The API's copy of the kubelet's own conditions is not carried over.
+			pod.Status.Conditions = append([]v1.PodCondition{gate(v1.PodReady, T)}, tc.conds...)
+			st := &runtime.PodStatus{Sandboxes: readySandbox("10.0.0.1"), Containers: tc.containers}
+			s := GenerateStatus(StatusInput{Pod: pod, Runtime: st, Now: stNow})
+			views := condViews(s.Conditions)
+			if got := views[2]; got != tc.ready {
+				t.Errorf("Ready\n got: %+v\nwant: %+v", got, tc.ready)
+			}
+			if len(s.Conditions) != 5+len(tc.conds) || (len(tc.conds) > 0 && !reflect.DeepEqual(s.Conditions[5:], tc.conds)) {
+				t.Errorf("conditions %+v, want the kubelet's five then %+v", s.Conditions, tc.conds)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/podutil"
@@ -149,7 +150,9 @@ func sysctls(pod *v1.Pod) map[string]string {
 	}
 	out := map[string]string{}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		out[s.Name] = s.Value
+		// The kubelet turns '/' separators into '.' before the sandbox is
+		// created (ConvertPodSysctlsVariableToDotsSeparator): runc wants dots.
+		out[utilsysctl.NormalizeName(s.Name)] = s.Value
 	}
 	return out
 }

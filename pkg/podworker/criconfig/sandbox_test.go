@@ -293,6 +293,13 @@ func TestSandboxConfigFields(t *testing.T) {
 			},
 			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.Sysctls },
 			want:  map[string]string{"kernel.shm_rmid_forced": "1"}},
+		{name: "sysctls with slashes in dotted form",
+			pod: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+					{Name: "net/ipv4/ping_group_range", Value: "0 0"}, {Name: "net/ipv4/conf/eno2.100/rp_filter", Value: "1"}}}
+			},
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.Sysctls },
+			want:  map[string]string{"net.ipv4.ping_group_range": "0 0", "net.ipv4.conf.eno2/100.rp_filter": "1"}},
 		{name: "cgroup parent under the node's root",
 			node:  func(n *Node) { n.CgroupRoot = "/" },
 			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.CgroupParent },
