@@ -30,6 +30,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "Cluster DNS domain (config: clusterDomain).")
 	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Base resolv.conf for pod DNS; empty disables it (config: resolvConf).")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods (config: maxPods).")
+	fs.BoolVar(c.SeccompDefault, "seccomp-default", *c.SeccompDefault, "Use RuntimeDefault as the seccomp profile of containers that set none (config: seccompDefault).")
 }
 
 // addServerFlags registers the node API server's kubelet flags.

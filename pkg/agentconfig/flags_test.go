@@ -60,6 +60,9 @@ resolvConf: /file/resolv.conf
 				c.Authentication.X509.ClientCAFile, "/ca.crt", *c.Authentication.Anonymous.Enabled, true,
 				*c.Authentication.Webhook.Enabled, false, c.Authorization.Mode, AuthorizationModeAlwaysAllow}
 		}},
+		{"seccomp default flag", []string{"--seccomp-default"}, func(c *Config) []any {
+			return []any{*c.SeccompDefault, true}
+		}},
 		{"server flags over file", []string{"--config=" + file, "--anonymous-auth=true", "--read-only-port=10255"}, func(c *Config) []any {
 			return []any{*c.Authentication.Anonymous.Enabled, true, *c.ReadOnlyPort, int32(10255), c.Authentication.Webhook.CacheTTL.Duration, 2 * time.Minute}
 		}},

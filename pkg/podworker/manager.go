@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,9 @@ type Config struct {
 	RootDir        string // per-pod files live in <RootDir>/pods/<uid>
 	PodLogsDir     string // the kubelet's /var/log/pods
 	CgroupRoot     string // "" to let the runtime pick cgroups
+	// SeccompDefault is KubeletConfiguration seccompDefault: containers
+	// that set no seccomp profile get RuntimeDefault.
+	SeccompDefault bool
 	DNS            criconfig.DNS
 	Allocatable    v1.ResourceList
 	// NodeLabels are matched by pods' nodeSelector and required node
@@ -189,6 +193,7 @@ func (m *Manager) node() criconfig.Node {
 	return criconfig.Node{
 		Name: m.cfg.NodeName, IP: m.cfg.NodeIP, Allocatable: m.cfg.Allocatable,
 		DNS: m.cfg.DNS, PodLogsDir: m.cfg.PodLogsDir, CgroupRoot: m.cfg.CgroupRoot,
+		SeccompProfileRoot: filepath.Join(m.cfg.RootDir, "seccomp"), SeccompDefault: m.cfg.SeccompDefault,
 	}
 }
 

@@ -125,7 +125,7 @@ func protocol(p v1.Protocol) criv1.Protocol {
 }
 
 func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
-	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod), Seccomp: sandboxSeccomp()}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
 			sc.RunAsUser = &criv1.Int64Value{Value: *psc.RunAsUser}

@@ -2,6 +2,7 @@ package criconfig
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -145,4 +146,47 @@ func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error 
 		return &ConfigError{fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, podRef, c.Name)}
 	}
 	return nil
+}
+
+// seccompProfile is the kubelet's choice of a container's seccomp profile
+// (kuberuntime getSeccompProfile): the container's seccompProfile, else the
+// pod's, else RuntimeDefault when the node's seccompDefault is on, else
+// Unconfined. The seccomp annotations are not read: the kubelet stopped
+// reading them in 1.27. A Localhost profile is a file under the node's
+// seccomp root (<root-dir>/seccomp).
+func seccompProfile(pod *v1.Pod, c *v1.Container, node Node) (*criv1.SecurityProfile, error) {
+	var p *v1.SeccompProfile
+	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
+		p = c.SecurityContext.SeccompProfile
+	} else if psc := pod.Spec.SecurityContext; psc != nil {
+		p = psc.SeccompProfile
+	}
+	switch {
+	case p == nil && node.SeccompDefault, p != nil && p.Type == v1.SeccompProfileTypeRuntimeDefault:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}, nil
+	case p != nil && p.Type == v1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, &ConfigError{"localhostProfile must be set if seccompProfile type is Localhost."}
+		}
+		return &criv1.SecurityProfile{
+			ProfileType:  criv1.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(node.SeccompProfileRoot, *p.LocalhostProfile),
+		}, nil
+	}
+	return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Unconfined}, nil
+}
+
+// sandboxSeccomp is the sandbox's profile: always RuntimeDefault, as the
+// kubelet forces it (kubernetes issue 84623) so that pod-level profiles
+// can be as tight as the containers need.
+func sandboxSeccomp() *criv1.SecurityProfile {
+	return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}
+}
+
+// setSecurityProfiles fills the container's seccomp (and later AppArmor)
+// profiles, which may be the user's error to fix.
+func setSecurityProfiles(sc *criv1.LinuxContainerSecurityContext, pod *v1.Pod, c *v1.Container, node Node) error {
+	var err error
+	sc.Seccomp, err = seccompProfile(pod, c, node)
+	return err
 }

@@ -1,0 +1,99 @@
+package criconfig
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func seccompOf(t v1.SeccompProfileType, localhost ...string) *v1.SeccompProfile {
+	p := &v1.SeccompProfile{Type: t}
+	if len(localhost) > 0 {
+		p.LocalhostProfile = &localhost[0]
+	}
+	return p
+}
+
+func profileOf(t criv1.SecurityProfile_ProfileType, ref string) *criv1.SecurityProfile {
+	return &criv1.SecurityProfile{ProfileType: t, LocalhostRef: ref}
+}
+
+var (
+	runtimeDefault = profileOf(criv1.SecurityProfile_RuntimeDefault, "")
+	unconfined     = profileOf(criv1.SecurityProfile_Unconfined, "")
+)
+
+func TestSeccompProfile(t *testing.T) {
+	const root = "/var/lib/nodeagent/seccomp"
+	cases := []struct {
+		name        string
+		pod, c      *v1.SeccompProfile
+		annotations map[string]string
+		def         bool // seccompDefault
+		want        *criv1.SecurityProfile
+		wantErr     bool
+	}{
+		{name: "none: unconfined", want: unconfined},
+		{name: "none with seccompDefault: runtime default", def: true, want: runtimeDefault},
+		{name: "pod runtime default", pod: seccompOf(v1.SeccompProfileTypeRuntimeDefault), want: runtimeDefault},
+		{name: "pod unconfined", pod: seccompOf(v1.SeccompProfileTypeUnconfined), want: unconfined},
+		{name: "pod unconfined beats seccompDefault", pod: seccompOf(v1.SeccompProfileTypeUnconfined), def: true, want: unconfined},
+		{name: "pod localhost under the seccomp root", pod: seccompOf(v1.SeccompProfileTypeLocalhost, "profiles/audit.json"),
+			want: profileOf(criv1.SecurityProfile_Localhost, root+"/profiles/audit.json")},
+		{name: "container runtime default", c: seccompOf(v1.SeccompProfileTypeRuntimeDefault), want: runtimeDefault},
+		{name: "container overrides pod", pod: seccompOf(v1.SeccompProfileTypeRuntimeDefault), c: seccompOf(v1.SeccompProfileTypeUnconfined), want: unconfined},
+		{name: "container localhost overrides pod", pod: seccompOf(v1.SeccompProfileTypeUnconfined), c: seccompOf(v1.SeccompProfileTypeLocalhost, "a.json"),
+			want: profileOf(criv1.SecurityProfile_Localhost, root+"/a.json")},
+		{name: "container unconfined beats seccompDefault", c: seccompOf(v1.SeccompProfileTypeUnconfined), def: true, want: unconfined},
+		{name: "localhost without a name", c: seccompOf(v1.SeccompProfileTypeLocalhost), wantErr: true},
+		{name: "localhost with an empty name", pod: seccompOf(v1.SeccompProfileTypeLocalhost, ""), wantErr: true},
+		{name: "the removed annotations are not read", annotations: map[string]string{
+			"seccomp.security.alpha.kubernetes.io/pod":         "runtime/default",
+			"container.seccomp.security.alpha.kubernetes.io/c": "runtime/default",
+		}, want: unconfined},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+			pod.Annotations = tc.annotations
+			if tc.pod != nil {
+				pod.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: tc.pod}
+			}
+			if tc.c != nil {
+				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: tc.c}
+			}
+			node := Node{SeccompProfileRoot: root, SeccompDefault: tc.def}
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], node, ContainerInputs{})
+			if tc.wantErr {
+				var ce *ConfigError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want a ConfigError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Linux.SecurityContext.Seccomp; !proto.Equal(got, tc.want) {
+				t.Errorf("seccomp = %v, want %v", got, tc.want)
+			}
+			if p := cfg.Linux.SecurityContext.SeccompProfilePath; p != "" {
+				t.Errorf("the deprecated seccompProfilePath is set: %q", p)
+			}
+		})
+	}
+}
+
+// The sandbox always runs RuntimeDefault, whatever the pod asks for, as
+// the kubelet forces it.
+func TestSandboxSeccomp(t *testing.T) {
+	for _, p := range []*v1.SeccompProfile{nil, seccompOf(v1.SeccompProfileTypeUnconfined), seccompOf(v1.SeccompProfileTypeLocalhost, "a.json")} {
+		pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SeccompProfile: p}}}
+		if got := buildSandboxConfig(pod, sandboxInputs{}).Linux.SecurityContext.Seccomp; !proto.Equal(got, runtimeDefault) {
+			t.Errorf("pod profile %v: sandbox seccomp = %v", p, got)
+		}
+	}
+}
