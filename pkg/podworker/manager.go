@@ -90,6 +90,11 @@ type Config struct {
 	// probes' measurements.
 	Metrics      Observer
 	ProbeMetrics probe.Observer
+
+	// AppArmorEnabled, when set, replaces the host check (securityfs and
+	// the apparmor module parameter, read once in New) of whether AppArmor
+	// can be enforced; pods that ask for a profile are rejected when not.
+	AppArmorEnabled func() bool
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -128,6 +133,8 @@ type Manager struct {
 	seeded   bool
 	ready    chan struct{}
 	wg       sync.WaitGroup
+	// appArmorErr is why the host cannot enforce AppArmor, nil if it can.
+	appArmorErr error
 }
 
 // New checks the configuration and builds a manager.
@@ -171,6 +178,7 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]*v1.PodStatus{},
 		ready:    make(chan struct{}),
 	}
+	m.appArmorErr = appArmorHostError(cfg.AppArmorEnabled)
 	m.hooks = &lifecycle.Runner{Exec: execer(cfg.Runtime)}
 	m.puller = &puller{
 		images:  cfg.Images,
@@ -296,6 +304,9 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 					node = &info
 				}
 				r = m.admitLocked(ctx, p, *node)
+			}
+			if r.Admit {
+				r = checkAppArmor(p, m.appArmorErr)
 			}
 			if !r.Admit {
 				m.rejectLocked(p, r, &notify)

@@ -112,3 +112,40 @@ func TestSeccompDefault(t *testing.T) {
 		t.Errorf("Unconfined with seccompDefault: Seccomp: %s, want 0", got)
 	}
 }
+
+// TestAppArmorWithoutAppArmor: these kernels have no AppArmor, so a pod
+// that asks for a profile (field or annotation) is rejected at admission
+// as the kubelet's AppArmor admit handler does, and never reaches the
+// runtime; an Unconfined one runs.
+func TestAppArmorWithoutAppArmor(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/security/apparmor"); err == nil {
+		t.Skip("AppArmor is enabled on this host")
+	}
+	a := newAgent(t)
+	const wantMsg = "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host"
+	rejected := map[string]string{
+		"apparmor-field": securityPodYAML("apparmor-field", "appArmorProfile: {type: RuntimeDefault}", "", "echo ran"),
+		"apparmor-annotation": strings.Replace(securityPodYAML("apparmor-annotation", "", "", "echo ran"), "  namespace: e2e\n",
+			"  namespace: e2e\n  annotations: {container.apparmor.security.beta.kubernetes.io/c: runtime/default}\n", 1),
+	}
+	for name, m := range rejected {
+		if err := a.WriteManifest(name+".yaml", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range rejected {
+		p, err := a.WaitPod(name, podTimeout, phase(v1.PodFailed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Reason != "AppArmor" || p.Status.Message != wantMsg {
+			t.Errorf("%s: status %s %q, want AppArmor %q", name, p.Status.Reason, p.Status.Message, wantMsg)
+		}
+		if len(containersOf(t, string(p.UID))) != 0 {
+			t.Errorf("%s: containers created for a rejected pod", name)
+		}
+	}
+	if log := runOnce(t, a, "apparmor-unconfined", securityPodYAML("apparmor-unconfined", "appArmorProfile: {type: Unconfined}", "", "echo ran")); log != "ran" {
+		t.Errorf("unconfined pod log %q", log)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -183,10 +184,64 @@ func sandboxSeccomp() *criv1.SecurityProfile {
 	return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}
 }
 
-// setSecurityProfiles fills the container's seccomp (and later AppArmor)
+// setSecurityProfiles fills the container's seccomp and AppArmor
 // profiles, which may be the user's error to fix.
 func setSecurityProfiles(sc *criv1.LinuxContainerSecurityContext, pod *v1.Pod, c *v1.Container, node Node) error {
 	var err error
-	sc.Seccomp, err = seccompProfile(pod, c, node)
+	if sc.Seccomp, err = seccompProfile(pod, c, node); err != nil {
+		return err
+	}
+	sc.Apparmor, sc.ApparmorProfile, err = appArmorSecurity(pod, c)
 	return err
+}
+
+// AppArmorProfile is the AppArmor profile the kubelet gives a container
+// (pkg/security/apparmor GetProfile): the container's appArmorProfile,
+// else its container.apparmor.security.beta.kubernetes.io/<name>
+// annotation (static pods never have them copied to the fields), else the
+// pod's appArmorProfile; nil when none is set. An annotation value that is
+// none of runtime/default, unconfined, localhost/<name> counts as unset.
+func AppArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
+	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+		return c.SecurityContext.AppArmorProfile
+	}
+	if v, ok := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
+		switch {
+		case v == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
+		case v == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
+		case strings.HasPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix):
+			name := strings.TrimPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix)
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		return psc.AppArmorProfile
+	}
+	return nil
+}
+
+// appArmorSecurity is the CRI form of a container's AppArmor profile, as
+// the kubelet sends it: the Apparmor field and the deprecated
+// ApparmorProfile string older runtimes read. Both stay empty when the pod
+// sets no profile (the runtime's default applies).
+func appArmorSecurity(pod *v1.Pod, c *v1.Container) (*criv1.SecurityProfile, string, error) {
+	p := AppArmorProfile(pod, c)
+	if p == nil {
+		return nil, "", nil
+	}
+	switch p.Type {
+	case v1.AppArmorProfileTypeRuntimeDefault:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}, v1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case v1.AppArmorProfileTypeUnconfined:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Unconfined}, v1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case v1.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile == nil {
+			return nil, "", &ConfigError{"missing localhost apparmor profile name"}
+		}
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			v1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
+	}
+	return nil, "", &ConfigError{fmt.Sprintf("unknown apparmor profile type: %q", p.Type)}
 }

@@ -97,3 +97,68 @@ func TestSandboxSeccomp(t *testing.T) {
 		}
 	}
 }
+
+func TestAppArmorProfile(t *testing.T) {
+	const annotation = v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c"
+	aa := func(t v1.AppArmorProfileType, localhost ...string) *v1.AppArmorProfile {
+		p := &v1.AppArmorProfile{Type: t}
+		if len(localhost) > 0 {
+			p.LocalhostProfile = &localhost[0]
+		}
+		return p
+	}
+	cases := []struct {
+		name       string
+		pod, c     *v1.AppArmorProfile
+		annotation string
+		want       *criv1.SecurityProfile
+		wantOld    string // the deprecated ApparmorProfile string
+		wantErr    bool
+	}{
+		{name: "none: nothing sent"},
+		{name: "pod runtime default", pod: aa(v1.AppArmorProfileTypeRuntimeDefault), want: runtimeDefault, wantOld: "runtime/default"},
+		{name: "pod unconfined", pod: aa(v1.AppArmorProfileTypeUnconfined), want: unconfined, wantOld: "unconfined"},
+		{name: "pod localhost", pod: aa(v1.AppArmorProfileTypeLocalhost, "k8s-deny-write"),
+			want: profileOf(criv1.SecurityProfile_Localhost, "k8s-deny-write"), wantOld: "localhost/k8s-deny-write"},
+		{name: "container overrides pod", pod: aa(v1.AppArmorProfileTypeRuntimeDefault), c: aa(v1.AppArmorProfileTypeUnconfined),
+			want: unconfined, wantOld: "unconfined"},
+		{name: "annotation overrides pod", pod: aa(v1.AppArmorProfileTypeUnconfined), annotation: "runtime/default",
+			want: runtimeDefault, wantOld: "runtime/default"},
+		{name: "container field overrides annotation", c: aa(v1.AppArmorProfileTypeUnconfined), annotation: "runtime/default",
+			want: unconfined, wantOld: "unconfined"},
+		{name: "annotation localhost", annotation: "localhost/p1", want: profileOf(criv1.SecurityProfile_Localhost, "p1"), wantOld: "localhost/p1"},
+		{name: "annotation unconfined", annotation: "unconfined", want: unconfined, wantOld: "unconfined"},
+		{name: "invalid annotation falls back to the pod", pod: aa(v1.AppArmorProfileTypeRuntimeDefault), annotation: "bogus",
+			want: runtimeDefault, wantOld: "runtime/default"},
+		{name: "localhost without a name", c: aa(v1.AppArmorProfileTypeLocalhost), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+			if tc.annotation != "" {
+				pod.Annotations = map[string]string{annotation: tc.annotation}
+			}
+			if tc.pod != nil {
+				pod.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: tc.pod}
+			}
+			if tc.c != nil {
+				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: tc.c}
+			}
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], Node{}, ContainerInputs{})
+			if tc.wantErr {
+				var ce *ConfigError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want a ConfigError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := cfg.Linux.SecurityContext
+			if !proto.Equal(sc.Apparmor, tc.want) || sc.ApparmorProfile != tc.wantOld {
+				t.Errorf("apparmor = %v %q, want %v %q", sc.Apparmor, sc.ApparmorProfile, tc.want, tc.wantOld)
+			}
+		})
+	}
+}
