@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,5 +148,41 @@ func TestAppArmorWithoutAppArmor(t *testing.T) {
 	}
 	if log := runOnce(t, a, "apparmor-unconfined", securityPodYAML("apparmor-unconfined", "appArmorProfile: {type: Unconfined}", "", "echo ran")); log != "ran" {
 		t.Errorf("unconfined pod log %q", log)
+	}
+}
+
+// TestSELinuxOptions: seLinuxOptions reach the runtime as the kubelet
+// sends them: the pod's on the sandbox, the container's (replacing the
+// pod's) on the container. These kernels have no SELinux: containerd
+// checks the level's format and the pod runs.
+func TestSELinuxOptions(t *testing.T) {
+	a := newAgent(t)
+	manifest := strings.Replace(securityPodYAML("selinux", `seLinuxOptions: {level: "s0:c1,c2"}`, "seLinuxOptions: {type: spc_t}", "exec sleep 3600"),
+		"restartPolicy: Never", "restartPolicy: Always", 1)
+	if err := a.WriteManifest("selinux.yaml", manifest); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("selinux", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs := containersOf(t, string(p.UID))
+	if len(cs) != 1 {
+		t.Fatalf("containers: %v", cs)
+	}
+	st, err := cri.ContainerStatus(ctx, cs[0].Id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := st.Info["info"]; !strings.Contains(info, `"selinux_options":{"type":"spc_t"}`) {
+		t.Errorf("container config lacks the container's seLinuxOptions: %s", info)
+	}
+	sb, err := cri.PodSandboxStatus(ctx, cs[0].PodSandboxId, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := sb.Info["info"]; !strings.Contains(info, `"selinux_options":{"level":"s0:c1,c2"}`) {
+		t.Errorf("sandbox config lacks the pod's seLinuxOptions: %s", info)
 	}
 }

@@ -28,6 +28,10 @@ type effectiveSecurity struct {
 	RunAsUser    *int64
 	RunAsGroup   *int64
 	RunAsNonRoot bool
+	// SELinux is the container's seLinuxOptions, else the pod's: the
+	// container's replace the pod's whole, as the kubelet's
+	// DetermineEffectiveSecurityContext does.
+	SELinux *v1.SELinuxOptions
 }
 
 func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
@@ -35,6 +39,7 @@ func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		e.RunAsUser, e.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
 		e.RunAsNonRoot = psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
+		e.SELinux = psc.SELinuxOptions
 	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil {
@@ -45,6 +50,9 @@ func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
 		}
 		if sc.RunAsNonRoot != nil {
 			e.RunAsNonRoot = *sc.RunAsNonRoot
+		}
+		if sc.SELinuxOptions != nil {
+			e.SELinux = sc.SELinuxOptions
 		}
 	}
 	return e
@@ -81,6 +89,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecuri
 	if e.RunAsGroup != nil {
 		out.RunAsGroup = &criv1.Int64Value{Value: *e.RunAsGroup}
 	}
+	out.SelinuxOptions = selinuxOption(e.SELinux)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		out.SupplementalGroups = append([]int64(nil), psc.SupplementalGroups...)
 		if psc.FSGroup != nil {
@@ -244,4 +253,13 @@ func appArmorSecurity(pod *v1.Pod, c *v1.Container) (*criv1.SecurityProfile, str
 			v1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
 	}
 	return nil, "", &ConfigError{fmt.Sprintf("unknown apparmor profile type: %q", p.Type)}
+}
+
+// selinuxOption is the CRI form of seLinuxOptions (nil for none). Where
+// SELinux is off the runtime checks the level's format and applies nothing.
+func selinuxOption(o *v1.SELinuxOptions) *criv1.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &criv1.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }

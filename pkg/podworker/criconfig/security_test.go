@@ -162,3 +162,43 @@ func TestAppArmorProfile(t *testing.T) {
 		})
 	}
 }
+
+func TestSELinuxOptions(t *testing.T) {
+	podOpts := &v1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}
+	cOpts := &v1.SELinuxOptions{Type: "spc_t"}
+	cases := []struct {
+		name          string
+		pod, c        *v1.SELinuxOptions
+		want, sandbox *criv1.SELinuxOption
+	}{
+		{name: "none"},
+		{name: "pod options for sandbox and container", pod: podOpts,
+			want:    &criv1.SELinuxOption{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"},
+			sandbox: &criv1.SELinuxOption{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}},
+		{name: "container options replace the pod's whole", pod: podOpts, c: cOpts,
+			want:    &criv1.SELinuxOption{Type: "spc_t"},
+			sandbox: &criv1.SELinuxOption{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}},
+		{name: "container options only: not on the sandbox", c: cOpts, want: &criv1.SELinuxOption{Type: "spc_t"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+			if tc.pod != nil {
+				pod.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: tc.pod}
+			}
+			if tc.c != nil {
+				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: tc.c}
+			}
+			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], Node{}, ContainerInputs{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Linux.SecurityContext.SelinuxOptions; !proto.Equal(got, tc.want) {
+				t.Errorf("container selinux = %v, want %v", got, tc.want)
+			}
+			if got := buildSandboxConfig(pod, sandboxInputs{}).Linux.SecurityContext.SelinuxOptions; !proto.Equal(got, tc.sandbox) {
+				t.Errorf("sandbox selinux = %v, want %v", got, tc.sandbox)
+			}
+		})
+	}
+}
