@@ -26,6 +26,25 @@ var (
 	unconfined     = profileOf(criv1.SecurityProfile_Unconfined, "")
 )
 
+// containerSecurityOf is the security context of the pod's first
+// container's CRI config; nil, after checking the error is a ConfigError,
+// when wantErr.
+func containerSecurityOf(t *testing.T, pod *v1.Pod, node Node, wantErr bool) *criv1.LinuxContainerSecurityContext {
+	t.Helper()
+	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], node, ContainerInputs{})
+	if wantErr {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("err = %v, want a ConfigError", err)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Linux.SecurityContext
+}
+
 func TestSeccompProfile(t *testing.T) {
 	const root = "/var/lib/nodeagent/seccomp"
 	cases := []struct {
@@ -65,22 +84,14 @@ func TestSeccompProfile(t *testing.T) {
 			if tc.c != nil {
 				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: tc.c}
 			}
-			node := Node{SeccompProfileRoot: root, SeccompDefault: tc.def}
-			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], node, ContainerInputs{})
-			if tc.wantErr {
-				var ce *ConfigError
-				if !errors.As(err, &ce) {
-					t.Fatalf("err = %v, want a ConfigError", err)
-				}
+			sc := containerSecurityOf(t, pod, Node{SeccompProfileRoot: root, SeccompDefault: tc.def}, tc.wantErr)
+			if sc == nil {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := cfg.Linux.SecurityContext.Seccomp; !proto.Equal(got, tc.want) {
+			if got := sc.Seccomp; !proto.Equal(got, tc.want) {
 				t.Errorf("seccomp = %v, want %v", got, tc.want)
 			}
-			if p := cfg.Linux.SecurityContext.SeccompProfilePath; p != "" {
+			if p := sc.SeccompProfilePath; p != "" {
 				t.Errorf("the deprecated seccompProfilePath is set: %q", p)
 			}
 		})
@@ -144,18 +155,10 @@ func TestAppArmorProfile(t *testing.T) {
 			if tc.c != nil {
 				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: tc.c}
 			}
-			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], Node{}, ContainerInputs{})
-			if tc.wantErr {
-				var ce *ConfigError
-				if !errors.As(err, &ce) {
-					t.Fatalf("err = %v, want a ConfigError", err)
-				}
+			sc := containerSecurityOf(t, pod, Node{}, tc.wantErr)
+			if sc == nil {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := cfg.Linux.SecurityContext
 			if !proto.Equal(sc.Apparmor, tc.want) || sc.ApparmorProfile != tc.wantOld {
 				t.Errorf("apparmor = %v %q, want %v %q", sc.Apparmor, sc.ApparmorProfile, tc.want, tc.wantOld)
 			}
