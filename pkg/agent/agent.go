@@ -112,6 +112,8 @@ func Run(ctx context.Context, o Options) error {
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),
 
+		SeccompDefault: *cfg.SeccompDefault,
+
 		Metrics:      mtr,
 		ProbeMetrics: mtr,
 

@@ -87,6 +87,7 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.CgroupsPerQOS, true)
 	defaultPtr(&c.SerializeImagePulls, true)
 	defaultPtr(&c.EnableServer, true)
+	defaultPtr(&c.SeccompDefault, false)
 	c.setAuthDefaults()
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods

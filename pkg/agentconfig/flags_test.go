@@ -63,6 +63,9 @@ resolvConf: /file/resolv.conf
 		{"unsafe sysctls flag", []string{"--allowed-unsafe-sysctls=net.core.*,kernel.msgmax"}, func(c *Config) []any {
 			return []any{strings.Join(c.AllowedUnsafeSysctls, ","), "net.core.*,kernel.msgmax"}
 		}},
+		{"seccomp default flag", []string{"--seccomp-default"}, func(c *Config) []any {
+			return []any{*c.SeccompDefault, true}
+		}},
 		{"server flags over file", []string{"--config=" + file, "--anonymous-auth=true", "--read-only-port=10255"}, func(c *Config) []any {
 			return []any{*c.Authentication.Anonymous.Enabled, true, *c.ReadOnlyPort, int32(10255), c.Authentication.Webhook.CacheTTL.Duration, 2 * time.Minute}
 		}},

@@ -97,6 +97,9 @@ type Config struct {
 	ResolverConfig *string `json:"resolvConf,omitempty"`
 	// PodPidsLimit is the max number of processes per pod; -1 is unlimited. Default: -1.
 	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
+	// SeccompDefault makes RuntimeDefault the seccomp profile of every
+	// container whose pod and container set none. Default: false.
+	SeccompDefault *bool `json:"seccompDefault,omitempty"`
 	// RegistryPullQPS limits image pulls per second; 0 is unlimited. Default: 5.
 	RegistryPullQPS *int32 `json:"registryPullQPS,omitempty"`
 	// RegistryBurst is the pull burst when RegistryPullQPS > 0. Default: 10.

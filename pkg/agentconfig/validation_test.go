@@ -45,6 +45,7 @@ func TestSetDefaults(t *testing.T) {
 		{"containerLogMonitorInterval", c.ContainerLogMonitorInterval.Duration, 10 * time.Second},
 		{"serializeImagePulls", *c.SerializeImagePulls, true},
 		{"podPidsLimit", *c.PodPidsLimit, int64(-1)},
+		{"seccompDefault", *c.SeccompDefault, false},
 		{"registryPullQPS", *c.RegistryPullQPS, int32(5)},
 		{"registryBurst", c.RegistryBurst, int32(10)},
 		{"nodeStatusUpdateFrequency", c.NodeStatusUpdateFrequency.Duration, 10 * time.Second},

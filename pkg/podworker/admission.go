@@ -1,10 +1,14 @@
 package podworker
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -361,4 +365,91 @@ func (m *Manager) rejectLocked(pod *v1.Pod, r AdmitResult, notify *[]func()) {
 			m.cfg.OnStatus(pod, *st.DeepCopy())
 		}
 	})
+}
+
+// The kubelet's AppArmor admit handler (pkg/kubelet/lifecycle
+// appArmorAdmitHandler over the pkg/security/apparmor validator), which
+// upstream runs after the predicate admit handler, on static pods too.
+const (
+	reasonAppArmor          = "AppArmor"
+	msgAppArmorPrefix       = "Cannot enforce AppArmor: "
+	errAppArmorHostDisabled = "AppArmor is not enabled on the host"
+)
+
+// appArmorHostError is the validator's host check, made once when the
+// agent starts as upstream makes it: nil when the kernel enforces
+// AppArmor. enabled replaces the host's answer (tests); nil reads it.
+func appArmorHostError(enabled func() bool) error {
+	if enabled == nil {
+		enabled = hostAppArmorEnabled
+	}
+	if !enabled() {
+		return errors.New(errAppArmorHostDisabled)
+	}
+	return nil
+}
+
+// hostAppArmorEnabled is runc's check, which the kubelet uses: AppArmor's
+// securityfs directory exists and the module's enabled parameter is Y.
+func hostAppArmorEnabled() bool {
+	if _, err := os.Stat("/sys/kernel/security/apparmor"); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+	return err == nil && bytes.HasPrefix(b, []byte("Y"))
+}
+
+// appArmorRequired tells whether the pod asks for any profile other than
+// Unconfined: on the pod, a container, or an AppArmor annotation. Upstream
+// decides on the first annotation its map iteration meets; here any
+// annotation that is not unconfined counts, so the answer does not depend
+// on the order.
+func appArmorRequired(pod *v1.Pod) bool {
+	confined := func(p *v1.AppArmorProfile) bool { return p != nil && p.Type != v1.AppArmorProfileTypeUnconfined }
+	if psc := pod.Spec.SecurityContext; psc != nil && confined(psc.AppArmorProfile) {
+		return true
+	}
+	for _, c := range appArmorContainers(pod) {
+		if c.SecurityContext != nil && confined(c.SecurityContext.AppArmorProfile) {
+			return true
+		}
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) && v != v1.DeprecatedAppArmorBetaProfileNameUnconfined {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAppArmor is the AppArmor admit handler: a pending pod that asks for
+// a profile is rejected when the host cannot enforce one, or when a
+// container's Localhost profile has no name.
+func checkAppArmor(pod *v1.Pod, hostErr error) AdmitResult {
+	if pod.Status.Phase != v1.PodPending || !appArmorRequired(pod) {
+		return AdmitResult{Admit: true}
+	}
+	reject := func(err string) AdmitResult {
+		return AdmitResult{Reason: reasonAppArmor, Message: msgAppArmorPrefix + err}
+	}
+	if hostErr != nil {
+		return reject(hostErr.Error())
+	}
+	for _, c := range appArmorContainers(pod) {
+		p := criconfig.AppArmorProfile(pod, &c)
+		if p != nil && p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == "") {
+			return reject(fmt.Sprintf("invalid empty AppArmor profile name: %q", p))
+		}
+	}
+	return AdmitResult{Admit: true}
+}
+
+// appArmorContainers are the containers upstream's validator visits: init,
+// app and ephemeral.
+func appArmorContainers(pod *v1.Pod) []v1.Container {
+	out := podutil.AllContainers(pod)
+	for _, ec := range pod.Spec.EphemeralContainers {
+		out = append(out, v1.Container(ec.EphemeralContainerCommon))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type Config struct {
 	RootDir        string // per-pod files live in <RootDir>/pods/<uid>
 	PodLogsDir     string // the kubelet's /var/log/pods
 	CgroupRoot     string // "" to let the runtime pick cgroups
+	// SeccompDefault is KubeletConfiguration seccompDefault: containers
+	// that set no seccomp profile get RuntimeDefault.
+	SeccompDefault bool
 	DNS            criconfig.DNS
 	Allocatable    v1.ResourceList
 	// NodeLabels are matched by pods' nodeSelector and required node
@@ -95,6 +99,10 @@ type Config struct {
 	// may set beyond the safe set (KubeletConfiguration allowedUnsafeSysctls);
 	// admission rejects pods asking for others (SysctlForbidden).
 	AllowedUnsafeSysctls []string
+	// AppArmorEnabled, when set, replaces the host check (securityfs and
+	// the apparmor module parameter, read once in New) of whether AppArmor
+	// can be enforced; pods that ask for a profile are rejected when not.
+	AppArmorEnabled func() bool
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -135,6 +143,8 @@ type Manager struct {
 	seeded   bool
 	ready    chan struct{}
 	wg       sync.WaitGroup
+	// appArmorErr is why the host cannot enforce AppArmor, nil if it can.
+	appArmorErr error
 }
 
 // New checks the configuration and builds a manager.
@@ -183,6 +193,7 @@ func New(cfg Config) (*Manager, error) {
 		rejected: map[types.UID]*v1.PodStatus{},
 		ready:    make(chan struct{}),
 	}
+	m.appArmorErr = appArmorHostError(cfg.AppArmorEnabled)
 	m.hooks = &lifecycle.Runner{Exec: execer(cfg.Runtime)}
 	m.puller = &puller{
 		images:  cfg.Images,
@@ -205,6 +216,7 @@ func (m *Manager) node() criconfig.Node {
 	return criconfig.Node{
 		Name: m.cfg.NodeName, IP: m.cfg.NodeIP, Allocatable: m.cfg.Allocatable,
 		DNS: m.cfg.DNS, PodLogsDir: m.cfg.PodLogsDir, CgroupRoot: m.cfg.CgroupRoot,
+		SeccompProfileRoot: filepath.Join(m.cfg.RootDir, "seccomp"), SeccompDefault: m.cfg.SeccompDefault,
 	}
 }
 
@@ -309,6 +321,9 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 					node = &info
 				}
 				r = m.admitLocked(ctx, p, *node)
+			}
+			if r.Admit {
+				r = checkAppArmor(p, m.appArmorErr)
 			}
 			if !r.Admit {
 				m.rejectLocked(p, r, &notify)

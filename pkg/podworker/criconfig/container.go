@@ -72,6 +72,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs
 			SecurityContext: containerSecurity(pod, c),
 		},
 	}
+	if err := setSecurityProfiles(cfg.Linux.SecurityContext, pod, c, node); err != nil {
+		return nil, err
+	}
 	if in.PidTarget != "" {
 		ns := cfg.Linux.SecurityContext.NamespaceOptions
 		ns.Pid, ns.TargetId = criv1.NamespaceMode_TARGET, in.PidTarget

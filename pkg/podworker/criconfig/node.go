@@ -13,6 +13,11 @@ type Node struct {
 	DNS         DNS
 	PodLogsDir  string // the kubelet's /var/log/pods
 	CgroupRoot  string // "" lets the runtime pick cgroups
+	// SeccompProfileRoot holds Localhost seccomp profiles (the kubelet's
+	// <root-dir>/seccomp); SeccompDefault makes RuntimeDefault the profile
+	// of containers that set none (KubeletConfiguration seccompDefault).
+	SeccompProfileRoot string
+	SeccompDefault     bool
 }
 
 // DNS are the node's DNS facts the kubelet combines with a pod's

@@ -126,7 +126,7 @@ func protocol(p v1.Protocol) criv1.Protocol {
 }
 
 func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
-	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod), Seccomp: sandboxSeccomp()}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
 			sc.RunAsUser = &criv1.Int64Value{Value: *psc.RunAsUser}
@@ -135,6 +135,7 @@ func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
 			sc.RunAsGroup = &criv1.Int64Value{Value: *psc.RunAsGroup}
 		}
 		sc.SupplementalGroups = psc.SupplementalGroups
+		sc.SelinuxOptions = selinuxOption(psc.SELinuxOptions)
 	}
 	for _, c := range podutil.AllContainers(pod) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {

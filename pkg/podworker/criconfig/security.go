@@ -2,7 +2,9 @@ package criconfig
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -26,6 +28,10 @@ type effectiveSecurity struct {
 	RunAsUser    *int64
 	RunAsGroup   *int64
 	RunAsNonRoot bool
+	// SELinux is the container's seLinuxOptions, else the pod's: the
+	// container's replace the pod's whole, as the kubelet's
+	// DetermineEffectiveSecurityContext does.
+	SELinux *v1.SELinuxOptions
 }
 
 func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
@@ -33,6 +39,7 @@ func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		e.RunAsUser, e.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
 		e.RunAsNonRoot = psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
+		e.SELinux = psc.SELinuxOptions
 	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil {
@@ -43,6 +50,9 @@ func effective(pod *v1.Pod, c *v1.Container) effectiveSecurity {
 		}
 		if sc.RunAsNonRoot != nil {
 			e.RunAsNonRoot = *sc.RunAsNonRoot
+		}
+		if sc.SELinuxOptions != nil {
+			e.SELinux = sc.SELinuxOptions
 		}
 	}
 	return e
@@ -79,6 +89,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecuri
 	if e.RunAsGroup != nil {
 		out.RunAsGroup = &criv1.Int64Value{Value: *e.RunAsGroup}
 	}
+	out.SelinuxOptions = selinuxOption(e.SELinux)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		out.SupplementalGroups = append([]int64(nil), psc.SupplementalGroups...)
 		if psc.FSGroup != nil {
@@ -145,4 +156,110 @@ func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, image *criv1.Image) error 
 		return &ConfigError{fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, podRef, c.Name)}
 	}
 	return nil
+}
+
+// seccompProfile is the kubelet's choice of a container's seccomp profile
+// (kuberuntime getSeccompProfile): the container's seccompProfile, else the
+// pod's, else RuntimeDefault when the node's seccompDefault is on, else
+// Unconfined. The seccomp annotations are not read: the kubelet stopped
+// reading them in 1.27. A Localhost profile is a file under the node's
+// seccomp root (<root-dir>/seccomp).
+func seccompProfile(pod *v1.Pod, c *v1.Container, node Node) (*criv1.SecurityProfile, error) {
+	var p *v1.SeccompProfile
+	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
+		p = c.SecurityContext.SeccompProfile
+	} else if psc := pod.Spec.SecurityContext; psc != nil {
+		p = psc.SeccompProfile
+	}
+	switch {
+	case p == nil && node.SeccompDefault, p != nil && p.Type == v1.SeccompProfileTypeRuntimeDefault:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}, nil
+	case p != nil && p.Type == v1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, &ConfigError{"localhostProfile must be set if seccompProfile type is Localhost."}
+		}
+		return &criv1.SecurityProfile{
+			ProfileType:  criv1.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(node.SeccompProfileRoot, *p.LocalhostProfile),
+		}, nil
+	}
+	return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Unconfined}, nil
+}
+
+// sandboxSeccomp is the sandbox's profile: always RuntimeDefault, as the
+// kubelet forces it (kubernetes issue 84623) so that pod-level profiles
+// can be as tight as the containers need.
+func sandboxSeccomp() *criv1.SecurityProfile {
+	return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}
+}
+
+// setSecurityProfiles fills the container's seccomp and AppArmor
+// profiles, which may be the user's error to fix.
+func setSecurityProfiles(sc *criv1.LinuxContainerSecurityContext, pod *v1.Pod, c *v1.Container, node Node) error {
+	var err error
+	if sc.Seccomp, err = seccompProfile(pod, c, node); err != nil {
+		return err
+	}
+	sc.Apparmor, sc.ApparmorProfile, err = appArmorSecurity(pod, c)
+	return err
+}
+
+// AppArmorProfile is the AppArmor profile the kubelet gives a container
+// (pkg/security/apparmor GetProfile): the container's appArmorProfile,
+// else its container.apparmor.security.beta.kubernetes.io/<name>
+// annotation (static pods never have them copied to the fields), else the
+// pod's appArmorProfile; nil when none is set. An annotation value that is
+// none of runtime/default, unconfined, localhost/<name> counts as unset.
+func AppArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
+	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+		return c.SecurityContext.AppArmorProfile
+	}
+	if v, ok := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
+		switch {
+		case v == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
+		case v == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
+		case strings.HasPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix):
+			name := strings.TrimPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix)
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		return psc.AppArmorProfile
+	}
+	return nil
+}
+
+// appArmorSecurity is the CRI form of a container's AppArmor profile, as
+// the kubelet sends it: the Apparmor field and the deprecated
+// ApparmorProfile string older runtimes read. Both stay empty when the pod
+// sets no profile (the runtime's default applies).
+func appArmorSecurity(pod *v1.Pod, c *v1.Container) (*criv1.SecurityProfile, string, error) {
+	p := AppArmorProfile(pod, c)
+	if p == nil {
+		return nil, "", nil
+	}
+	switch p.Type {
+	case v1.AppArmorProfileTypeRuntimeDefault:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault}, v1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case v1.AppArmorProfileTypeUnconfined:
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Unconfined}, v1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case v1.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile == nil {
+			return nil, "", &ConfigError{"missing localhost apparmor profile name"}
+		}
+		return &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			v1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
+	}
+	return nil, "", &ConfigError{fmt.Sprintf("unknown apparmor profile type: %q", p.Type)}
+}
+
+// selinuxOption is the CRI form of seLinuxOptions (nil for none). Where
+// SELinux is off the runtime checks the level's format and applies nothing.
+func selinuxOption(o *v1.SELinuxOptions) *criv1.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &criv1.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }
