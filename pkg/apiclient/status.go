@@ -214,13 +214,6 @@ func deletePod(ctx context.Context, c kubernetes.Interface, ns, name string, uid
 	return nil // gone, or the name now belongs to another pod (UID precondition failed)
 }
 
-// kubeletConditions are the pod condition types the kubelet owns; other
-// conditions in the API (readiness gates, DisruptionTarget, ...) are kept.
-var kubeletConditions = map[v1.PodConditionType]bool{
-	v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true,
-	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
-}
-
 // mergeStatus returns the status to write; false when it would move a
 // terminal pod (Succeeded or Failed) back to a non-terminal phase.
 func mergeStatus(old, reported v1.PodStatus) (v1.PodStatus, bool) {
@@ -234,13 +227,13 @@ func mergeStatus(old, reported v1.PodStatus) (v1.PodStatus, bool) {
 	st.Conditions = nil
 	have := map[v1.PodConditionType]bool{}
 	for _, c := range reported.Conditions {
-		if kubeletConditions[c.Type] {
+		if podutil.IsKubeletCondition(c.Type) {
 			st.Conditions = append(st.Conditions, *c.DeepCopy())
 			have[c.Type] = true
 		}
 	}
 	for _, c := range old.Conditions {
-		if !have[c.Type] && (!kubeletConditions[c.Type] || c.Type == v1.PodScheduled) {
+		if !have[c.Type] && (!podutil.IsKubeletCondition(c.Type) || c.Type == v1.PodScheduled) {
 			st.Conditions = append(st.Conditions, c)
 		}
 	}

@@ -44,3 +44,15 @@ func IsSidecarNamed(pod *v1.Pod, name string) bool {
 	}
 	return false
 }
+
+// IsKubeletCondition reports whether the kubelet owns pod conditions of
+// type t (upstream's kubetypes.PodConditionByKubelet). Others are set
+// through the API by someone else (readiness gates, DisruptionTarget, ...):
+// the agent reads them from the API and never overwrites them.
+func IsKubeletCondition(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers:
+		return true
+	}
+	return false
+}

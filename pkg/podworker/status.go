@@ -300,21 +300,13 @@ func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {
 	return append(conds, foreignConditions(in.Pod)...)
 }
 
-// kubeletConditions are the pod condition types the kubelet owns
-// (kubetypes.PodConditionByKubelet); others are set through the API by
-// someone else (readiness gates, DisruptionTarget, ...).
-var kubeletConditions = map[v1.PodConditionType]bool{
-	v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true,
-	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
-}
-
 // foreignConditions are the pod's conditions the kubelet does not own, as
 // the API last showed them: the kubelet copies them into the status it
 // generates, and its readiness gates are read from them.
 func foreignConditions(pod *v1.Pod) []v1.PodCondition {
 	var out []v1.PodCondition
 	for _, c := range pod.Status.Conditions {
-		if !kubeletConditions[c.Type] {
+		if !podutil.IsKubeletCondition(c.Type) {
 			out = append(out, c)
 		}
 	}
