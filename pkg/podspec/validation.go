@@ -238,6 +238,9 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, dnsSubdomain(hostname, p.Child("hostnames").Index(j))...)
 		}
 	}
+	if spec.Overhead != nil {
+		allErrs = append(allErrs, ValidateOverhead(spec.Overhead, fldPath.Child("overhead"))...)
+	}
 	if rc := spec.RuntimeClassName; rc != nil {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(*rc, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("runtimeClassName"), *rc, msg))
@@ -415,4 +418,16 @@ func qualifiedName(value string, p *field.Path) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(p, value, msg))
 	}
 	return allErrs
+}
+
+// ValidateTolerations is the pod's tolerations check, for other objects
+// that carry tolerations (a RuntimeClass's scheduling).
+func ValidateTolerations(tolerations []v1.Toleration, fldPath *field.Path) field.ErrorList {
+	return validateTolerations(tolerations, fldPath)
+}
+
+// ValidateOverhead checks a pod's (or a RuntimeClass's) fixed overhead
+// as upstream does: as the limits of a container's resources.
+func ValidateOverhead(overhead v1.ResourceList, fldPath *field.Path) field.ErrorList {
+	return validateResources(&v1.ResourceRequirements{Limits: overhead}, fldPath)
 }

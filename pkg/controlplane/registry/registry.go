@@ -194,6 +194,7 @@ func New(cfg Config) *Registry {
 			b.leases(),
 			b.deployments(), b.replicaSets(),
 			b.storageClasses(),
+			b.runtimeClasses(),
 			b.certificateSigningRequests(),
 			b.eventsV1(),
 			b.tokenReviews(), b.selfSubjectAccessReviews(), b.subjectAccessReviews(),

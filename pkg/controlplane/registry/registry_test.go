@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,7 @@ func TestResourcesTypes(t *testing.T) {
 		{"apps", "v1", "deployments", &appsv1.Deployment{}, &appsv1.DeploymentList{}, "Deployment", true},
 		{"apps", "v1", "replicasets", &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, "ReplicaSet", true},
 		{"storage.k8s.io", "v1", "storageclasses", &storagev1.StorageClass{}, &storagev1.StorageClassList{}, "StorageClass", false},
+		{"node.k8s.io", "v1", "runtimeclasses", &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}, "RuntimeClass", false},
 		{"certificates.k8s.io", "v1", "certificatesigningrequests", &certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{}, "CertificateSigningRequest", false},
 		{"events.k8s.io", "v1", "events", &eventsv1.Event{}, &eventsv1.EventList{}, "Event", true},
 		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
