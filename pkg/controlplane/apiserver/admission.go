@@ -14,7 +14,7 @@ import (
 func (s *Server) newAdmission() (*admission.Chain, error) {
 	r := storeReaders{s}
 	return admission.New(admission.Dependencies{
-		Namespaces: r, ServiceAccounts: r, Pods: r, Nodes: r, PodLister: r, StorageClasses: r,
+		Namespaces: r, ServiceAccounts: r, Pods: r, Nodes: r, PodLister: r, StorageClasses: r, RuntimeClasses: r,
 		NameSuffix: generateNameSuffix,
 	})
 }

@@ -8,10 +8,10 @@
 // review APIs, system:monitoring, the node authorizer). Writes pass
 // upstream's built-in admission, package admission, in upstream's order:
 // the mutating plugins (NamespaceLifecycle, ServiceAccount,
-// NodeRestriction, DefaultTolerationSeconds, DefaultStorageClass) before
-// defaulting and validation, the validating ones (ServiceAccount,
-// PodSecurity) after them on the final object. Warnings reach the client
-// as Warning headers.
+// NodeRestriction, DefaultTolerationSeconds, DefaultStorageClass,
+// RuntimeClass) before defaulting and validation, the validating ones
+// (ServiceAccount, PodSecurity, RuntimeClass) after them on the final
+// object. Warnings reach the client as Warning headers.
 //
 // ServiceAccount gives every pod but mirror pods its service account
 // ("default" unless named; a missing one is refused) and, unless the pod

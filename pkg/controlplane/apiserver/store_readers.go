@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,6 +106,16 @@ func (r storeReaders) GetServiceAccount(ctx context.Context, ns, name string) (*
 		return nil, err
 	}
 	return obj.(*v1.ServiceAccount), nil
+}
+
+// GetRuntimeClass reads one RuntimeClass from etcd, so that a class
+// created a moment ago is seen; the store's NotFound as it is.
+func (r storeReaders) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	obj, err := r.s.store("node.k8s.io/v1/runtimeclasses").Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*nodev1.RuntimeClass), nil
 }
 
 // ListStorageClasses lists the storage classes with a consistent read.

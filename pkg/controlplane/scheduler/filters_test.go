@@ -156,6 +156,13 @@ func TestNodeResourcesFit(t *testing.T) {
 		{name: "ephemeral storage", node: n, pod: pod("p", "", "", func(p *v1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[v1.ResourceEphemeralStorage] = resource.MustParse("11Gi")
 		}), want: []string{"Insufficient ephemeral-storage"}},
+		// The RuntimeClass's overhead (spec.overhead) counts on top of
+		// the containers', for the pod placed and for the pods bound.
+		{name: "overhead of the pod", pod: pod("p", "1", "", withOverhead("1500m", "")), node: n, want: []string{"Insufficient cpu"}},
+		{name: "overhead of a bound pod", pod: pod("p", "", "1Gi"), node: n,
+			pods: []*v1.Pod{pod("q", "", "512Mi", withOverhead("", "1Gi"))}, want: []string{"Insufficient memory"}},
+		{name: "overhead alone on a best-effort pod", pod: pod("p", "", "", withOverhead("3", "")), node: n, want: []string{"Insufficient cpu"}},
+		{name: "overhead that fits", pod: pod("p", "1", "", withOverhead("500m", "")), node: n, pods: []*v1.Pod{pod("q", "500m", "")}},
 	})
 }
 
@@ -214,5 +221,18 @@ func TestSelectHostFailureHistogram(t *testing.T) {
 	want := "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu, 2 Insufficient memory."
 	if host != "" || msg != want {
 		t.Errorf("got %q %q\nwant %q", host, msg, want)
+	}
+}
+
+// withOverhead sets spec.overhead, as the RuntimeClass admission does.
+func withOverhead(cpu, mem string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		p.Spec.Overhead = v1.ResourceList{}
+		if cpu != "" {
+			p.Spec.Overhead[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			p.Spec.Overhead[v1.ResourceMemory] = resource.MustParse(mem)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 type fakeReaders struct {
 	namespaces []*v1.Namespace
 	classes    []*storagev1.StorageClass
+	runtimes   []*nodev1.RuntimeClass
 }
 
 func (f fakeReaders) GetNamespace(_ context.Context, name string) (*v1.Namespace, error) {
@@ -50,9 +52,18 @@ func (f fakeReaders) ListStorageClasses(context.Context) ([]*storagev1.StorageCl
 	return f.classes, nil
 }
 
+func (f fakeReaders) GetRuntimeClass(_ context.Context, name string) (*nodev1.RuntimeClass, error) {
+	for _, rc := range f.runtimes {
+		if rc.Name == name {
+			return rc, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(nodev1.Resource("runtimeclasses"), name)
+}
+
 func newTestChain(t *testing.T, f fakeReaders) *Chain {
 	t.Helper()
-	c, err := New(Dependencies{Namespaces: f, ServiceAccounts: f, Pods: f, Nodes: f, PodLister: f, StorageClasses: f,
+	c, err := New(Dependencies{Namespaces: f, ServiceAccounts: f, Pods: f, Nodes: f, PodLister: f, StorageClasses: f, RuntimeClasses: f,
 		NameSuffix: func() string { return "abcde" }})
 	if err != nil {
 		t.Fatal(err)
@@ -68,9 +79,9 @@ func TestChainOrder(t *testing.T) {
 		what      string
 		got, want []string
 	}{
-		{"all", c.Names(), []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "PodSecurity", "DefaultTolerationSeconds", "DefaultStorageClass"}},
-		{"mutating", c.MutatingNames(), []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "DefaultTolerationSeconds", "DefaultStorageClass"}},
-		{"validating", c.ValidatingNames(), []string{"ServiceAccount", "PodSecurity"}},
+		{"all", c.Names(), []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "PodSecurity", "DefaultTolerationSeconds", "DefaultStorageClass", "RuntimeClass"}},
+		{"mutating", c.MutatingNames(), []string{"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "DefaultTolerationSeconds", "DefaultStorageClass", "RuntimeClass"}},
+		{"validating", c.ValidatingNames(), []string{"ServiceAccount", "PodSecurity", "RuntimeClass"}},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.what, tc.got, tc.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 )
 
@@ -42,6 +43,12 @@ type StorageClassLister interface {
 	ListStorageClasses(ctx context.Context) ([]*storagev1.StorageClass, error)
 }
 
+// RuntimeClassGetter reads one RuntimeClass (RuntimeClass): a NotFound
+// error for a missing one.
+type RuntimeClassGetter interface {
+	GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error)
+}
+
 // Dependencies are what New's plugins need.
 type Dependencies struct {
 	Namespaces      NamespaceGetter
@@ -50,6 +57,7 @@ type Dependencies struct {
 	Nodes           NodeGetter
 	PodLister       PodLister
 	StorageClasses  StorageClassLister
+	RuntimeClasses  RuntimeClassGetter
 	// NameSuffix draws the random part of generated names (the token
 	// volume's kube-api-access-<5 chars>).
 	NameSuffix func() string
@@ -64,6 +72,7 @@ const (
 	PodSecurityName              = "PodSecurity"
 	DefaultTolerationSecondsName = "DefaultTolerationSeconds"
 	DefaultStorageClassName      = "DefaultStorageClass"
+	RuntimeClassName             = "RuntimeClass"
 )
 
 // New builds the server's admission chain: the one ordered list of
@@ -81,5 +90,6 @@ func New(d Dependencies) (*Chain, error) {
 		podSecurity,
 		&DefaultTolerationSeconds{},
 		&DefaultStorageClass{StorageClasses: d.StorageClasses},
+		&RuntimeClass{RuntimeClasses: d.RuntimeClasses},
 	), nil
 }

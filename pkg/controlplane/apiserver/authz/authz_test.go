@@ -111,6 +111,7 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2"}}}
 	secrets := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Plural: "secrets", Namespaced: true}
 	services := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true}
+	runtimeClasses := &registry.Resource{GVK: schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, Plural: "runtimeclasses"}
 	z := &NodeAuthorizer{Pods: pods}
 	cases := []struct {
 		a    Attributes
@@ -131,6 +132,12 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		{Attributes{User: nodeUser, Verb: "get", Resource: services, Namespace: "default", Name: "kubernetes"}, DecisionAllow},
 		{Attributes{User: nodeUser, Verb: "create", Resource: services, Namespace: "ns"}, DecisionNoOpinion},
 		{Attributes{User: nodeUser, Verb: "delete", Resource: services, Namespace: "ns", Name: "web"}, DecisionNoOpinion},
+		// The agent resolves runtimeClassName to a handler: read only.
+		{Attributes{User: nodeUser, Verb: "get", Resource: runtimeClasses, Name: "crun"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "list", Resource: runtimeClasses}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "watch", Resource: runtimeClasses}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "create", Resource: runtimeClasses}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "delete", Resource: runtimeClasses, Name: "crun"}, DecisionNoOpinion},
 		{Attributes{User: nodeUser, Verb: "get", Path: "/metrics"}, DecisionNoOpinion},
 		{Attributes{User: request.User{Name: "system:node:n1"}, Verb: "get", Resource: podsResource, Namespace: "ns", Name: "mine"}, DecisionNoOpinion},
 	}

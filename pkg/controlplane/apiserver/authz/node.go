@@ -30,12 +30,12 @@ var (
 
 // NodeAuthorizer is the node authorizer with the system:node rules: a
 // node reads cluster-wide what an agent needs (nodes, services,
-// endpoints, namespaces), sees only the pods bound to it and reads only
-// the secrets, config maps, claims and volumes those pods use. Writes of
-// nodes, leases and pods pass here as upstream's rules let them; the
-// NodeRestriction admission narrows them to the node's own objects. It
-// allows or has no opinion, never denies; non-resource requests and
-// other users are not its business.
+// endpoints, namespaces, runtime classes), sees only the pods bound to
+// it and reads only the secrets, config maps, claims and volumes those
+// pods use. Writes of nodes, leases and pods pass here as upstream's
+// rules let them; the NodeRestriction admission narrows them to the
+// node's own objects. It allows or has no opinion, never denies;
+// non-resource requests and other users are not its business.
 type NodeAuthorizer struct {
 	Pods   PodReader
 	Claims ClaimLister
@@ -61,6 +61,10 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 	case "/events", "events.k8s.io/events":
 		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
 	case "/services", "/endpoints", "/namespaces":
+		return readVerbs[a.Verb]
+	case "node.k8s.io/runtimeclasses":
+		// The agent resolves a pod's runtimeClassName to its CRI handler
+		// (upstream's system:node role: get, list, watch).
 		return readVerbs[a.Verb]
 	case "discovery.k8s.io/endpointslices":
 		// Upstream's system:node-proxier role: the agent's service proxy
