@@ -129,6 +129,7 @@ func Run(ctx context.Context, o Options) error {
 		wcfg.SourcesReady = api.SourcesReady
 		wcfg.Node = api.Watch.Node // admission sees the labels and taints set through the API
 		wcfg.Services = api.Services
+		wcfg.RuntimeClasses = api.Runtimes
 	}
 	mgr, err := podworker.New(wcfg)
 	if err != nil {

@@ -77,6 +77,7 @@ type API struct {
 	Node     *NodeStatus
 	Watch    *NodeWatch
 	Services *ServiceWatch
+	Runtimes *RuntimeClassWatch
 	Lease    *Lease
 	Source   *apisource.Source
 	Status   *StatusManager
@@ -109,6 +110,9 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	if a.Services, err = NewServiceWatch(cfg.Client); err != nil {
+		return nil, err
+	}
+	if a.Runtimes, err = NewRuntimeClassWatch(cfg.Client); err != nil {
 		return nil, err
 	}
 	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
@@ -152,6 +156,7 @@ func (a *API) Run(ctx context.Context, file <-chan []*v1.Pod, out chan<- []*v1.P
 	g.Go(func() error { return a.Node.Run(ctx) })
 	g.Go(func() error { return a.Watch.Run(ctx) })
 	g.Go(func() error { return a.Services.Run(ctx) })
+	g.Go(func() error { return a.Runtimes.Run(ctx) })
 	g.Go(func() error { return a.Lease.Run(ctx) })
 	g.Go(func() error { return a.Status.Run(ctx) })
 	g.Go(func() error { return a.Mirrors.Run(ctx) })

@@ -45,7 +45,9 @@ type deps struct {
 	onTerminated func(pod *v1.Pod)
 	forget       func(ctx context.Context, w *worker)
 
-	runtimeHandler string
+	// runtimeClasses resolves runtimeClassName to the sandbox's CRI
+	// handler (nil: standalone).
+	runtimeClasses RuntimeClassGetter
 	runtimeName    string
 	rootDir        string
 	retryPeriod    time.Duration
@@ -103,7 +105,7 @@ func (m *Manager) workerDeps() deps {
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
-		runtimeHandler: m.cfg.RuntimeHandler, runtimeName: m.cfg.RuntimeName,
+		runtimeClasses: m.cfg.RuntimeClasses, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
 	}
 }

@@ -130,11 +130,15 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodS
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, w.d.runtimeHandler)
+	handler, err := runtimeHandler(w.d.runtimeClasses, pod)
 	if err != nil {
 		return "", nil, err
 	}
-	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
+	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, handler)
+	if err != nil {
+		return "", nil, criError(err)
+	}
+	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt, "runtimeHandler", handler)
 	resp, err := w.d.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
 		return id, nil, err

@@ -25,15 +25,14 @@ import (
 // Config holds what the workers need; Runtime, Images and NodeName are
 // required.
 type Config struct {
-	Runtime        runtime.Runtime
-	Images         runtime.Images
-	RuntimeHandler string
-	RuntimeName    string // from the CRI Version call: prefixes container IDs
-	NodeName       string
-	NodeIP         string
-	RootDir        string // per-pod files live in <RootDir>/pods/<uid>
-	PodLogsDir     string // the kubelet's /var/log/pods
-	CgroupRoot     string // "" to let the runtime pick cgroups
+	Runtime     runtime.Runtime
+	Images      runtime.Images
+	RuntimeName string // from the CRI Version call: prefixes container IDs
+	NodeName    string
+	NodeIP      string
+	RootDir     string // per-pod files live in <RootDir>/pods/<uid>
+	PodLogsDir  string // the kubelet's /var/log/pods
+	CgroupRoot  string // "" to let the runtime pick cgroups
 	// SeccompDefault is KubeletConfiguration seccompDefault: containers
 	// that set no seccomp profile get RuntimeDefault.
 	SeccompDefault bool
@@ -77,6 +76,10 @@ type Config struct {
 	// Services lists the services for the containers' service environment
 	// variables (nil: standalone, none).
 	Services ServiceLister
+	// RuntimeClasses resolves pods' runtimeClassName to the CRI runtime
+	// handler of their sandbox (nil: standalone, where a pod naming a
+	// class fails to get a sandbox).
+	RuntimeClasses RuntimeClassGetter
 
 	// SourcesReady, when set, reports whether every pod source has been
 	// heard from; until then runtime pods the agent does not know are left
