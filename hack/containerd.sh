@@ -120,6 +120,8 @@ esac
 LOG=$DATA_DIR/containerd.log
 IPAM_DIR=$DATA_DIR/cni/ipam
 RUNC_ROOT=$CD_STATE/runc
+CRUN_ROOT=$CD_STATE/crun
+CRUN=$(command -v crun || true)
 
 # The node network: one host bridge for all node instances, the host's address on it is
 # every node's default gateway (and where a control plane on the host must listen).
@@ -191,6 +193,25 @@ choose_snapshotter() {
 	fi
 }
 
+# crun_runtime: the CRI runtime handler "crun" (a RuntimeClass's handler: crun through the
+# same runc v2 shim, its state under its own root), or nothing when crun is not installed.
+crun_runtime() {
+	if [[ -z $CRUN ]]; then
+		log "warning: crun is not installed (run hack/setup.sh): no runtime handler \"crun\"" >&2
+		return
+	fi
+	cat <<EOF
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
+          BinaryName = "$CRUN"
+          SystemdCgroup = false
+          Root = "$CRUN_ROOT"
+EOF
+}
+
 render_config() {
 	local snapshotter=$1
 	mkdir -p "$CONF_DIR" "$CERTS_DIR" "$CNI_CONF_DIR" "$IPAM_DIR" "$DATA_DIR" "$RUN_DIR" "$CD_ROOT" "$CD_STATE"
@@ -250,6 +271,7 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "$RUNC_ROOT"
+$(crun_runtime)
 
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = "$CERTS_DIR"
@@ -490,16 +512,23 @@ start() {
 	node_info
 }
 
-# kill_containers: kills every container in this instance's runc root (the pause and
-# workload processes), so that nothing of the instance survives its shims.
+# kill_containers: kills every container in this instance's runc and crun roots (the
+# pause and workload processes), so that nothing of the instance survives its shims.
 kill_containers() {
-	[[ -d $RUNC_ROOT ]] || return 0
-	local nsdir id
-	for nsdir in "$RUNC_ROOT"/*/; do
+	kill_runtime_containers runc "$RUNC_ROOT"
+	[[ -z $CRUN ]] || kill_runtime_containers "$CRUN" "$CRUN_ROOT"
+}
+
+# kill_runtime_containers RUNTIME ROOT: kills and deletes the containers of every
+# namespace directory under ROOT (runc and crun take the same commands).
+kill_runtime_containers() {
+	local rt=$1 root=$2 nsdir id
+	[[ -d $root ]] || return 0
+	for nsdir in "$root"/*/; do
 		[[ -d $nsdir ]] || continue
-		for id in $(runc --root "$nsdir" list -q 2>/dev/null); do
-			runc --root "$nsdir" kill "$id" KILL >/dev/null 2>&1 || true
-			runc --root "$nsdir" delete --force "$id" >/dev/null 2>&1 || true
+		for id in $("$rt" --root "$nsdir" list -q 2>/dev/null); do
+			"$rt" --root "$nsdir" kill "$id" KILL >/dev/null 2>&1 || true
+			"$rt" --root "$nsdir" delete --force "$id" >/dev/null 2>&1 || true
 		done
 	done
 }

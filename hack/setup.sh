@@ -23,7 +23,8 @@ fi
 # --- Debian packages --------------------------------------------------------
 # curl: hack/containerd.sh asks the CRI Version call over the socket with it (HTTP/2).
 # systemd: only for systemd-analyze, which checks deploy/nodeagent.service in the tests.
-PACKAGES=(containerd runc containernetworking-plugins iptables nftables busybox-static gcc libc6-dev curl systemd)
+# crun: a second OCI runtime, hack/containerd.sh's runtime handler "crun" (RuntimeClass).
+PACKAGES=(containerd runc crun containernetworking-plugins iptables nftables busybox-static gcc libc6-dev curl systemd)
 missing=()
 for p in "${PACKAGES[@]}"; do
 	if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" != "installed" ]]; then
