@@ -212,6 +212,26 @@ crun_runtime() {
 EOF
 }
 
+# free_cgroup2_controllers: on a hybrid cgroup host (v1 hierarchies on a tmpfs at
+# /sys/fs/cgroup, cgroup2 at /sys/fs/cgroup/unified) mounts each controller the cgroup2
+# hierarchy still holds (hugetlb on these machines) as a v1 hierarchy of its own: crun
+# refuses to create a container while it does ("cgroups in hybrid mode not supported,
+# drop all controllers from cgroupv2"). runc puts containers in the v1 hierarchies either
+# way. Idempotent; a controller cgroup2 uses cannot move, and crun then keeps failing.
+free_cgroup2_controllers() {
+	local unified=/sys/fs/cgroup/unified c
+	[[ -n $CRUN && $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) == tmpfs && -r $unified/cgroup.controllers ]] || return 0
+	for c in $(<"$unified/cgroup.controllers"); do
+		mkdir -p "/sys/fs/cgroup/$c"
+		mountpoint -q "/sys/fs/cgroup/$c" && continue
+		if mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c"; then
+			log "mounted the $c controller as a cgroup v1 hierarchy (for crun)"
+		else
+			log "warning: cannot move the $c controller off cgroup2: crun will not run containers"
+		fi
+	done
+}
+
 render_config() {
 	local snapshotter=$1
 	mkdir -p "$CONF_DIR" "$CERTS_DIR" "$CNI_CONF_DIR" "$IPAM_DIR" "$DATA_DIR" "$RUN_DIR" "$CD_ROOT" "$CD_STATE"
@@ -475,6 +495,7 @@ start() {
 	local pid t0 snapshotter
 	t0=$(date +%s%N)
 	if ! pid=$(our_pid); then
+		free_cgroup2_controllers
 		snapshotter=$(choose_snapshotter)
 		render_config "$snapshotter"
 		rm -f "$SOCK" "$SOCK.ttrpc"
