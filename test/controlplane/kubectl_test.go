@@ -208,6 +208,7 @@ func TestDiscovery(t *testing.T) {
 		{"pods", "po", "v1", "true", "Pod"},
 		{"deployments", "deploy", "apps/v1", "true", "Deployment"},
 		{"namespaces", "ns", "v1", "false", "Namespace"},
+		{"runtimeclasses", "node.k8s.io/v1", "false", "RuntimeClass"}, // no short names
 	} {
 		if !slices.ContainsFunc(resources, func(r []string) bool { return slices.Equal(r, want) }) {
 			t.Errorf("api-resources lacks %q", want)
