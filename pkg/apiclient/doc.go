@@ -7,6 +7,8 @@
 //   - NodeWatch watches the Node, whose labels and taints admission checks;
 //   - ServiceWatch watches every namespace's services, for the containers'
 //     service environment variables (KUBERNETES_SERVICE_HOST, ...);
+//   - RuntimeClassWatch watches the RuntimeClasses, whose handlers pods'
+//     sandboxes run with;
 //   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
 //   - StatusManager sends pod statuses to pods/status and confirms
 //     deletions (grace period 0, UID precondition);
@@ -16,13 +18,14 @@
 // The pod source of the API and the merger of pod sources are in
 // pkg/podsource. API assembles all of them, since the pod source must wait
 // for the Node's registration and the merger feeds the MirrorManager: build
-// it with New, pass its Watch.Node, Services, OnStatus, OnTerminated and Events to
-// podworker.Config, and run it with the static pod channel in and the
+// it with New, pass its Watch.Node, Services, Runtimes, OnStatus, OnTerminated
+// and Events to podworker.Config, and run it with the static pod channel in and the
 // merged channel out:
 //
 //	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
 //	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),
-//		Node: api.Watch.Node, Services: api.Services, OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
+//		Node: api.Watch.Node, Services: api.Services, RuntimeClasses: api.Runtimes,
+//		OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})
 //	go api.Run(ctx, staticPods, merged)
 //	go mgr.Run(ctx, merged, plegEvents)
 //
