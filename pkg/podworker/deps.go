@@ -59,10 +59,10 @@ type imageInspector interface {
 	ImageStatus(ctx context.Context, image *criv1.ImageSpec, verbose bool) (*criv1.ImageStatusResponse, error)
 }
 
-// imagePuller makes a container's image present, and says how long its
-// pull back-off lasts.
+// imagePuller makes a container's image present (with the pod's pull
+// secrets), and says how long its pull back-off lasts.
 type imagePuller interface {
-	ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig) (string, error)
+	ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig, secrets []v1.Secret) (string, error)
 	pullBackoff(pod *v1.Pod, c *v1.Container) time.Duration
 }
 

@@ -31,7 +31,7 @@ const minGracePeriod = 2
 // sandbox, 4 start the next init container, or 5 the app containers.
 // Container failures are recorded as waiting reasons and events; an error
 // that stops the plan is returned, and the next sync retries.
-func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan) error {
+func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan, pullSecrets []v1.Secret) error {
 	grace := gracePeriod(pod)
 	if plan.KillPod {
 		if err := w.killPod(ctx, pod, st, grace); err != nil {
@@ -64,7 +64,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
-	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st}
+	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, pullSecrets: pullSecrets}
 	if startsAny(plan) {
 		if target.volumes, err = w.setUpVolumes(ctx, pod, podIPs); err != nil {
 			return err // containers wait for their volumes (ContainerCreating)
@@ -157,12 +157,14 @@ type startTarget struct {
 	status    *runtime.PodStatus
 	pidTarget string // an ephemeral container's target container ID
 	volumes   map[string]volume.Mounted
+	// pullSecrets are the pod's image pull secrets read for this sync.
+	pullSecrets []v1.Secret
 }
 
 // startContainer pulls, creates and starts one container, recording why
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
-	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox)
+	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox, t.pullSecrets)
 	if err != nil {
 		var pe *pullError
 		if errors.As(err, &pe) {

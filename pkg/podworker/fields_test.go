@@ -53,7 +53,7 @@ var podFields = map[string]struct {
 	"PodSpec.hostIPC":                       {handled, "criconfig/security.go"},
 	"PodSpec.shareProcessNamespace":         {handled, "criconfig/security.go"},
 	"PodSpec.securityContext":               {handled, "PodSecurityContext fields below"},
-	"PodSpec.imagePullSecrets":              {gap, "issue 14: pull secrets per pod"},
+	"PodSpec.imagePullSecrets":              {handled, "images.go pullSecrets, pkg/credentialprovider"},
 	"PodSpec.hostname":                      {handled, "criconfig/sandbox.go, /etc/hosts"},
 	"PodSpec.subdomain":                     {handled, "/etc/hosts FQDN"},
 	"PodSpec.affinity":                      {handled, "admission.go (required node affinity); the rest is the scheduler's"},

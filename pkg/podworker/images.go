@@ -2,8 +2,8 @@ package podworker
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +13,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/flowcontrol"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/credentialprovider"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -41,15 +43,16 @@ func (e *pullError) Error() string { return e.Message }
 type puller struct {
 	images  runtime.Images
 	backoff *flowcontrol.Backoff
-	keyring *keyring
-	serial  *sync.Mutex // set when pulls are serialized (the kubelet's default)
+	keyring *credentialprovider.Keyring // the node's
+	serial  *sync.Mutex                 // set when pulls are serialized (the kubelet's default)
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
 	metrics Observer // nil in tests of the puller alone
 }
 
-// ensure returns the image reference to create the container from.
-func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig) (string, error) {
+// ensure returns the image reference to create the container from,
+// pulling with the pod's pull secrets and the node's credentials.
+func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig, secrets []v1.Secret) (string, error) {
 	if _, err := name.ParseReference(c.Image); err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "InspectFailed", "%s", msg)
@@ -77,10 +80,24 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		return "", &pullError{ReasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)}
 	}
-	return p.pull(ctx, pod, c, spec, sb, key)
+	creds, err := p.credentials(c.Image, secrets)
+	if err != nil {
+		// The kubelet's container start error: the reason is the error.
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return "", &pullError{err.Error(), err.Error()}
+	}
+	return p.pull(ctx, pod, c, pullRequest{spec: spec, sandbox: sb, key: key, creds: creds})
 }
 
-func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *criv1.ImageSpec, sb *criv1.PodSandboxConfig, key string) (string, error) {
+// pullRequest is one pull's image, sandbox, back-off key and credentials.
+type pullRequest struct {
+	spec    *criv1.ImageSpec
+	sandbox *criv1.PodSandboxConfig
+	key     string
+	creds   []credentialprovider.AuthConfig
+}
+
+func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullRequest) (string, error) {
 	queued := time.Now() // the kubelet's pull duration includes the wait for a turn
 	if p.metrics != nil {
 		p.metrics.ImagePullStarted(pod.UID)
@@ -96,14 +113,14 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *c
 	}
 	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
-	ref, err := p.images.PullImage(ctx, spec, p.keyring.lookup(c.Image), sb)
+	ref, err := p.pullWith(ctx, r.spec, r.creds, r.sandbox)
 	if err != nil {
-		p.backoff.Next(key, p.backoff.Clock.Now())
+		p.backoff.Next(r.key, p.backoff.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "%s", msg)
 		return "", &pullError{ReasonErrImagePull, msg}
 	}
-	p.backoff.Reset(key)
+	p.backoff.Reset(r.key)
 	if p.metrics != nil {
 		p.metrics.ImagePullFinished(pod.UID, time.Since(queued), p.imageSize(ctx, ref))
 	}
@@ -120,21 +137,10 @@ func (p *puller) pullBackoff(pod *v1.Pod, c *v1.Container) time.Duration {
 // does, so one pod's failures do not delay another's pull.
 func pullKey(pod *v1.Pod, c *v1.Container) string { return string(pod.UID) + "_" + c.Image }
 
-// keyring holds registry credentials from docker-style config.json files,
-// the kubelet's node-level credential source.
-type keyring struct {
-	auths map[string]dockerAuth // registry host -> credentials
-}
-
-type dockerAuth struct {
-	Auth     string `json:"auth"`
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
-// loadKeyring reads the first config.json among paths that exists.
-func loadKeyring(paths ...string) (*keyring, error) {
-	k := &keyring{auths: map[string]dockerAuth{}}
+// loadKeyring reads the first config.json among paths that exists: the
+// node's credentials, the kubelet's default keyring.
+func loadKeyring(paths ...string) (*credentialprovider.Keyring, error) {
+	k := &credentialprovider.Keyring{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if os.IsNotExist(err) {
@@ -143,15 +149,11 @@ func loadKeyring(paths ...string) (*keyring, error) {
 		if err != nil {
 			return k, fmt.Errorf("read registry credentials %s: %w", p, err)
 		}
-		var f struct {
-			Auths map[string]dockerAuth `json:"auths"`
-		}
+		var f credentialprovider.ConfigJSON
 		if err := json.Unmarshal(b, &f); err != nil {
 			return k, fmt.Errorf("parse registry credentials %s: %w", p, err)
 		}
-		for host, a := range f.Auths {
-			k.auths[registryHost(host)] = a
-		}
+		k.Add(f.Auths)
 		return k, nil
 	}
 	return k, nil
@@ -166,37 +168,75 @@ func defaultKeyringPaths(rootDir string) []string {
 	return append(paths, "/.docker/config.json")
 }
 
-// registryHost normalises "https://index.docker.io/v1/" and "host:port/path"
-// keys to the bare host.
-func registryHost(key string) string {
-	key = strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
-	host, _, _ := strings.Cut(key, "/")
-	if host == "index.docker.io" || host == "docker.io" {
-		return name.DefaultRegistry
+// credentials are what to try for the image, in order: the pod's pull
+// secrets' before the node's, as the kubelet unions its keyrings. An
+// unparsable secret is the kubelet's error for the pull.
+func (p *puller) credentials(image string, secrets []v1.Secret) ([]credentialprovider.AuthConfig, error) {
+	repo, err := credentialprovider.RepoToPull(image)
+	if err != nil {
+		return nil, err
 	}
-	return host
+	fromPod, err := credentialprovider.FromSecrets(secrets)
+	if err != nil {
+		return nil, err
+	}
+	return credentialprovider.Lookup(repo, fromPod, p.keyring), nil
 }
 
-func (k *keyring) lookup(image string) *criv1.AuthConfig {
-	if k == nil || len(k.auths) == 0 {
-		return nil
+// pullWith pulls without credentials when there are none, else with each
+// in turn until one works, as the kubelet does: it never falls back to an
+// anonymous pull, and reports every attempt's error.
+func (p *puller) pullWith(ctx context.Context, spec *criv1.ImageSpec, creds []credentialprovider.AuthConfig, sb *criv1.PodSandboxConfig) (string, error) {
+	if len(creds) == 0 {
+		return p.images.PullImage(ctx, spec, nil, sb)
 	}
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		return nil
-	}
-	a, ok := k.auths[ref.Context().RegistryStr()]
-	if !ok {
-		return nil
-	}
-	if a.Auth != "" {
-		if dec, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
-			if u, p, ok := strings.Cut(string(dec), ":"); ok {
-				return &criv1.AuthConfig{Username: u, Password: p}
-			}
+	var errs []error
+	for _, c := range creds {
+		ref, err := p.images.PullImage(ctx, spec, &criv1.AuthConfig{Username: c.Username, Password: c.Password}, sb)
+		if err == nil {
+			return ref, nil
 		}
+		errs = append(errs, err)
 	}
-	return &criv1.AuthConfig{Username: a.Username, Password: a.Password}
+	return "", utilerrors.NewAggregate(errs)
+}
+
+// ReasonFailedToRetrieveImagePullSecret is the kubelet's event when some of
+// a pod's image pull secrets cannot be read.
+const ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+
+// pullSecrets reads the pod's image pull secrets through the API, as the
+// kubelet does on each sync. Those it cannot read (missing, forbidden, no
+// API: a standalone agent) are named in one Warning event and left out;
+// the pull goes on without them. A static pod's are read the same way:
+// the node authorizer lets the node read only what its API pods name.
+func (w *worker) pullSecrets(ctx context.Context, pod *v1.Pod) []v1.Secret {
+	var secrets []v1.Secret
+	var failed []string
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if ref.Name == "" {
+			continue // validation lets empty names through; the kubelet skips them quietly
+		}
+		s, err := w.getSecret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			w.log.Info("Unable to retrieve pull secret, the image pull may not succeed.", "secret", ref.Name, "err", err)
+			failed = append(failed, ref.Name)
+			continue
+		}
+		secrets = append(secrets, *s)
+	}
+	if len(failed) > 0 {
+		w.d.events.Eventf(pod, v1.EventTypeWarning, ReasonFailedToRetrieveImagePullSecret,
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
+	}
+	return secrets
+}
+
+func (w *worker) getSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	if w.d.objects == nil {
+		return nil, errors.New("no API server to read secrets from")
+	}
+	return w.d.objects.GetSecret(ctx, ns, name)
 }
 
 // imageSize is the pulled image's size for the pull duration metric's

@@ -262,13 +262,16 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		}
 	case !terminal && !w.checkDeadline(pod):
 		w.d.probes.AddPod(pod)
+		// Read on every sync, as the kubelet's SyncPod does, so a missing
+		// secret is reported while the pod lives.
+		pullSecrets := w.pullSecrets(ctx, pod)
 		plan := ComputePodActions(pod, st, w.d.backoff, w.d.probes)
 		if plan.Empty() {
 			w.refreshVolumes(ctx, pod, st)
 			break
 		}
 		w.log.Info("sync", "plan", plan.String())
-		execErr = w.execute(ctx, pod, st, plan)
+		execErr = w.execute(ctx, pod, st, plan, pullSecrets)
 		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
