@@ -48,6 +48,9 @@ type puller struct {
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
 	metrics Observer // nil in tests of the puller alone
+	// lastErr is the last failed pull's "reason: message" by back-off key,
+	// which the kubelet adds to the ImagePullBackOff message.
+	lastErr sync.Map
 }
 
 // ensure returns the image reference to create the container from,
@@ -77,9 +80,14 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 	}
 	key := pullKey(pod, c)
 	if p.backoff.IsInBackOffSinceUpdate(key, p.backoff.Clock.Now()) {
-		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
-		return "", &pullError{ReasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)}
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "BackOff", "%s", msg)
+		if prev, ok := p.lastErr.Load(key); ok {
+			msg += ": " + prev.(string)
+		}
+		return "", &pullError{ReasonImagePullBackOff, msg}
 	}
+	p.lastErr.Delete(key)
 	creds, err := p.credentials(c.Image, secrets)
 	if err != nil {
 		// The kubelet's container start error: the reason is the error.
@@ -116,9 +124,10 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 	ref, err := p.pullWith(ctx, r.spec, r.creds, r.sandbox)
 	if err != nil {
 		p.backoff.Next(r.key, p.backoff.Clock.Now())
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "%s", msg)
-		return "", &pullError{ReasonErrImagePull, msg}
+		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		// The status says the runtime's error, the event which image.
+		p.lastErr.Store(r.key, ReasonErrImagePull+": "+err.Error())
+		return "", &pullError{ReasonErrImagePull, err.Error()}
 	}
 	p.backoff.Reset(r.key)
 	if p.metrics != nil {
