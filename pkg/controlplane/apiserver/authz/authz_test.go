@@ -107,8 +107,10 @@ func (f fakePods) ListPods(_ context.Context, ns string) ([]*v1.Pod, error) {
 // node may read of its pods, and no opinion on other users and paths.
 func TestNodeAuthorizerAlone(t *testing.T) {
 	pods := fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Spec: v1.PodSpec{NodeName: "n1",
-		Volumes: []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2"}}}
+		Volumes:          []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}},
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2",
+			ImagePullSecrets: []v1.LocalObjectReference{{Name: "their-pull"}}}}}
 	secrets := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Plural: "secrets", Namespaced: true}
 	services := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true}
 	runtimeClasses := &registry.Resource{GVK: schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, Plural: "runtimeclasses"}
@@ -124,6 +126,9 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		{Attributes{User: nodeUser, Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n2"}, DecisionNoOpinion},
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "used"}, DecisionAllow},
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "other"}, DecisionNoOpinion},
+		// Image pull secrets are edges of upstream's node graph too.
+		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "pull"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "their-pull"}, DecisionNoOpinion},
 		// The agent's service informer (the service environment
 		// variables): every namespace's services, read only, as
 		// upstream's system:node role.
