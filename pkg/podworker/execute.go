@@ -169,6 +169,9 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		var pe *pullError
 		if errors.As(err, &pe) {
 			w.setWaiting(c.Name, Waiting{pe.Reason, pe.Message})
+			// The kubelet's start failure event names the reason
+			// ("Error: ImagePullBackOff") after the puller's own.
+			w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", pe.Reason)
 		}
 		return
 	}

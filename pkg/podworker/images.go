@@ -78,6 +78,13 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, ReasonErrImageNeverPull, "%s", msg)
 		return "", &pullError{ReasonErrImageNeverPull, msg}
 	}
+	// Before the back-off, as the kubelet looks credentials up.
+	creds, err := p.credentials(c.Image, secrets)
+	if err != nil {
+		// The kubelet's start error is the parse error itself: it is the
+		// waiting reason too.
+		return "", &pullError{err.Error(), err.Error()}
+	}
 	key := pullKey(pod, c)
 	if p.backoff.IsInBackOffSinceUpdate(key, p.backoff.Clock.Now()) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
@@ -88,12 +95,6 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		return "", &pullError{ReasonImagePullBackOff, msg}
 	}
 	p.lastErr.Delete(key)
-	creds, err := p.credentials(c.Image, secrets)
-	if err != nil {
-		// The kubelet's container start error: the reason is the error.
-		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return "", &pullError{err.Error(), err.Error()}
-	}
 	return p.pull(ctx, pod, c, pullRequest{spec: spec, sandbox: sb, key: key, creds: creds})
 }
 
@@ -114,14 +115,9 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 		p.serial.Lock()
 		defer p.serial.Unlock()
 	}
-	if p.limiter != nil && !p.limiter.TryAccept() {
-		msg := fmt.Sprintf("Failed to pull image %q: pull QPS exceeded", c.Image)
-		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "%s", msg)
-		return "", &pullError{ReasonErrImagePull, msg}
-	}
 	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
-	ref, err := p.pullWith(ctx, r.spec, r.creds, r.sandbox)
+	ref, err := p.throttledPull(ctx, r)
 	if err != nil {
 		p.backoff.Next(r.key, p.backoff.Clock.Now())
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
@@ -190,6 +186,15 @@ func (p *puller) credentials(image string, secrets []v1.Secret) ([]credentialpro
 		return nil, err
 	}
 	return credentialprovider.Lookup(repo, fromPod, p.keyring), nil
+}
+
+// throttledPull is a failed pull when over registryPullQPS, as the
+// kubelet's throttled image service fails it.
+func (p *puller) throttledPull(ctx context.Context, r pullRequest) (string, error) {
+	if p.limiter != nil && !p.limiter.TryAccept() {
+		return "", errors.New("pull QPS exceeded")
+	}
+	return p.pullWith(ctx, r.spec, r.creds, r.sandbox)
 }
 
 // pullWith pulls without credentials when there are none, else with each
