@@ -1,6 +1,8 @@
 package credentialprovider
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -13,6 +15,23 @@ import (
 type AuthConfig struct {
 	Username string
 	Password string
+	// Source is the pull secret it came from; nil for the node's own.
+	Source *SecretCoordinates
+}
+
+// SecretCoordinates name a pull secret, as the kubelet's pull records
+// keep it.
+type SecretCoordinates struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Hash identifies the credential itself, whichever secret holds it, so a
+// pod with the same credentials in another secret is recognised.
+func (a AuthConfig) Hash() string {
+	sum := sha256.Sum256([]byte(a.Username + "\x00" + a.Password))
+	return hex.EncodeToString(sum[:])
 }
 
 // Keyring holds credentials by registry location ("host[:port][/path]",
@@ -25,9 +44,10 @@ type Keyring struct {
 	creds map[string][]AuthConfig
 }
 
-// Add indexes a config's entries. Locations that do not parse as URLs are
-// skipped, as the kubelet skips them.
-func (k *Keyring) Add(cfg Config) {
+// Add indexes a config's entries, from the pull secret src (nil: the
+// node's). Locations that do not parse as URLs are skipped, as the kubelet
+// skips them.
+func (k *Keyring) Add(src *SecretCoordinates, cfg Config) {
 	if k.creds == nil {
 		k.creds = map[string][]AuthConfig{}
 	}
@@ -42,7 +62,7 @@ func (k *Keyring) Add(cfg Config) {
 			continue
 		}
 		e := cfg[loc]
-		k.creds[key] = append(k.creds[key], AuthConfig{Username: e.Username, Password: e.Password})
+		k.creds[key] = append(k.creds[key], AuthConfig{Username: e.Username, Password: e.Password, Source: src})
 		if !slices.Contains(k.index, key) {
 			k.index = append(k.index, key)
 		}

@@ -11,7 +11,7 @@ func entry(u string) Entry { return Entry{Username: u, Password: u + "-pw"} }
 
 func TestKeyringLookup(t *testing.T) {
 	k := &Keyring{}
-	k.Add(Config{
+	k.Add(nil, Config{
 		"https://index.docker.io/v1/":   entry("hub"),
 		"quay.io":                       entry("quay"),
 		"quay.io/org":                   entry("quay-org"),
@@ -70,8 +70,8 @@ func TestKeyringLookup(t *testing.T) {
 
 func TestKeyringSameLocationKeepsAll(t *testing.T) {
 	k := &Keyring{}
-	k.Add(Config{"r.io": entry("first")})
-	k.Add(Config{"https://r.io/": entry("second")})
+	k.Add(nil, Config{"r.io": entry("first")})
+	k.Add(nil, Config{"https://r.io/": entry("second")})
 	if got, want := k.Lookup("r.io/app"), []AuthConfig{auth("first"), auth("second")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Lookup = %v, want %v (every credential, in the order added)", got, want)
 	}
@@ -79,8 +79,8 @@ func TestKeyringSameLocationKeepsAll(t *testing.T) {
 
 func TestLookupUnion(t *testing.T) {
 	pod, node := &Keyring{}, &Keyring{}
-	pod.Add(Config{"r.io": entry("pod")})
-	node.Add(Config{"r.io/app": entry("node")})
+	pod.Add(nil, Config{"r.io": entry("pod")})
+	node.Add(nil, Config{"r.io/app": entry("node")})
 	// The pod's credentials come first even when the node's location is
 	// more specific: the union asks one keyring after the other.
 	if got, want := Lookup("r.io/app", pod, nil, node), []AuthConfig{auth("pod"), auth("node")}; !reflect.DeepEqual(got, want) {

@@ -32,7 +32,7 @@ func FromSecrets(secrets []v1.Secret) (*Keyring, error) {
 				return nil, err
 			}
 		}
-		k.Add(cfg)
+		k.Add(&SecretCoordinates{UID: string(s.UID), Namespace: s.Namespace, Name: s.Name}, cfg)
 		found++
 	}
 	if found == 0 {

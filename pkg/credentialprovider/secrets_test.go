@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -46,11 +47,15 @@ func TestEntryUnmarshal(t *testing.T) {
 
 func secret(name string, typ v1.SecretType, key, doc string) v1.Secret {
 	s := v1.Secret{Type: typ, Data: map[string][]byte{}}
-	s.Name = name
+	s.Name, s.Namespace, s.UID = name, "ns", types.UID("uid-"+name)
 	if key != "" {
 		s.Data[key] = []byte(doc)
 	}
 	return s
+}
+
+func from(name, user string) AuthConfig {
+	return AuthConfig{Username: user, Password: "pw", Source: &SecretCoordinates{UID: "uid-" + name, Namespace: "ns", Name: name}}
 }
 
 func TestFromSecrets(t *testing.T) {
@@ -65,13 +70,13 @@ func TestFromSecrets(t *testing.T) {
 	}{
 		{name: "none", nilRing: true},
 		{name: "dockerconfigjson", secrets: []v1.Secret{secret("a", v1.SecretTypeDockerConfigJson, v1.DockerConfigJsonKey, jsonDoc)},
-			want: []AuthConfig{{"json", "pw"}}},
+			want: []AuthConfig{from("a", "json")}},
 		{name: "dockercfg", secrets: []v1.Secret{secret("a", v1.SecretTypeDockercfg, v1.DockerConfigKey, cfgDoc)},
-			want: []AuthConfig{{"cfg", "pw"}}},
+			want: []AuthConfig{from("a", "cfg")}},
 		{name: "both, in order", secrets: []v1.Secret{
 			secret("a", v1.SecretTypeDockercfg, v1.DockerConfigKey, cfgDoc),
 			secret("b", v1.SecretTypeDockerConfigJson, v1.DockerConfigJsonKey, jsonDoc)},
-			want: []AuthConfig{{"cfg", "pw"}, {"json", "pw"}}},
+			want: []AuthConfig{from("a", "cfg"), from("b", "json")}},
 		{name: "opaque secret skipped", secrets: []v1.Secret{secret("a", v1.SecretTypeOpaque, v1.DockerConfigJsonKey, jsonDoc)}, nilRing: true},
 		{name: "type and key must agree", secrets: []v1.Secret{secret("a", v1.SecretTypeDockercfg, v1.DockerConfigJsonKey, jsonDoc)}, nilRing: true},
 		{name: "empty data skipped", secrets: []v1.Secret{secret("a", v1.SecretTypeDockerConfigJson, v1.DockerConfigJsonKey, "")}, nilRing: true},
