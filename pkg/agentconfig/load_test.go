@@ -82,7 +82,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown field", header + "maxPods: 10\nfooBar: 1\ntlsMinVersion: VersionTLS13\n", []string{`unknown fields "fooBar", "tlsMinVersion"`}},
 		{"unknown nested field", header + "authentication:\n  x509:\n    clientCAfile: /ca.crt\n", []string{`field "authentication"`, `unknown field "x509.clientCAfile"`}},
 		{"field names are case-sensitive", header + "MaxPods: 10\n", []string{`unknown field "MaxPods"`}},
-		// KEP-2535: the agent does not re-verify pull credentials of present images; refused, not ignored.
+		// KEP-2535: only the default policy (NeverVerifyPreloadedImages) is done; other policies are refused, not ignored.
 		{"imagePullCredentialsVerificationPolicy refused", header + "imagePullCredentialsVerificationPolicy: AlwaysVerify\npreloadedImagesVerificationAllowlist: [\"x\"]\n", []string{`unknown fields "imagePullCredentialsVerificationPolicy", "preloadedImagesVerificationAllowlist"`}},
 		{"duplicate field", header + "maxPods: 10\nmaxPods: 11\n", []string{"maxPods", "already set"}},
 		{"wrong type", header + "maxPods: many\n", []string{`field "maxPods"`}},

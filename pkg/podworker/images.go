@@ -18,6 +18,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/credentialprovider"
+	"github.com/nodeagent/nodeagent/pkg/pullrecords"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
@@ -48,6 +49,9 @@ type puller struct {
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
 	metrics Observer // nil in tests of the puller alone
+	// records are the images pulled and with what (nil: any pod may use
+	// any image present, the kubelet's NeverVerify).
+	records *pullrecords.Store
 	// lastErr is the last failed pull's "reason: message" by back-off key,
 	// which the kubelet adds to the ImagePullBackOff message.
 	lastErr sync.Map
@@ -69,9 +73,18 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		return "", &pullError{ReasonImageInspectError, msg}
 	}
 	ref := present.GetImage().GetId()
+	// Looked up once, when first needed, as the kubelet does.
+	lookup := sync.OnceValues(func() ([]credentialprovider.AuthConfig, error) { return p.credentials(c.Image, secrets) })
 	if ref != "" && c.ImagePullPolicy != v1.PullAlways {
-		p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
-		return ref, nil
+		usable, err := p.presentUsable(c.Image, ref, lookup)
+		if err != nil {
+			return "", credentialsError(err)
+		}
+		if usable {
+			p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "%s", p.presentMessage(c.Image))
+			return ref, nil
+		}
+		ref = "" // present, but this pod must show it can pull it
 	}
 	if ref == "" && c.ImagePullPolicy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
@@ -79,11 +92,9 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		return "", &pullError{ReasonErrImageNeverPull, msg}
 	}
 	// Before the back-off, as the kubelet looks credentials up.
-	creds, err := p.credentials(c.Image, secrets)
+	creds, err := lookup()
 	if err != nil {
-		// The kubelet's start error is the parse error itself: it is the
-		// waiting reason too.
-		return "", &pullError{err.Error(), err.Error()}
+		return "", credentialsError(err)
 	}
 	key := pullKey(pod, c)
 	if p.backoff.IsInBackOffSinceUpdate(key, p.backoff.Clock.Now()) {
@@ -115,9 +126,13 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 		p.serial.Lock()
 		defer p.serial.Unlock()
 	}
+	if err := p.pullStarted(c.Image); err != nil {
+		return "", err
+	}
 	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
-	ref, err := p.throttledPull(ctx, r)
+	ref, used, err := p.throttledPull(ctx, r)
+	p.pullEnded(c.Image, ref, used, err)
 	if err != nil {
 		p.backoff.Next(r.key, p.backoff.Clock.Now())
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
@@ -158,7 +173,7 @@ func loadKeyring(paths ...string) (*credentialprovider.Keyring, error) {
 		if err := json.Unmarshal(b, &f); err != nil {
 			return k, fmt.Errorf("parse registry credentials %s: %w", p, err)
 		}
-		k.Add(f.Auths)
+		k.Add(nil, f.Auths)
 		return k, nil
 	}
 	return k, nil
@@ -172,6 +187,10 @@ func defaultKeyringPaths(rootDir string) []string {
 	}
 	return append(paths, "/.docker/config.json")
 }
+
+// credentialsError is the kubelet's start error for pull secrets that do
+// not parse: the parse error itself, which is the waiting reason too.
+func credentialsError(err error) error { return &pullError{err.Error(), err.Error()} }
 
 // credentials are what to try for the image, in order: the pod's pull
 // secrets' before the node's, as the kubelet unions its keyrings. An
@@ -190,29 +209,31 @@ func (p *puller) credentials(image string, secrets []v1.Secret) ([]credentialpro
 
 // throttledPull is a failed pull when over registryPullQPS, as the
 // kubelet's throttled image service fails it.
-func (p *puller) throttledPull(ctx context.Context, r pullRequest) (string, error) {
+func (p *puller) throttledPull(ctx context.Context, r pullRequest) (string, *credentialprovider.AuthConfig, error) {
 	if p.limiter != nil && !p.limiter.TryAccept() {
-		return "", errors.New("pull QPS exceeded")
+		return "", nil, errors.New("pull QPS exceeded")
 	}
 	return p.pullWith(ctx, r.spec, r.creds, r.sandbox)
 }
 
 // pullWith pulls without credentials when there are none, else with each
 // in turn until one works, as the kubelet does: it never falls back to an
-// anonymous pull, and reports every attempt's error.
-func (p *puller) pullWith(ctx context.Context, spec *criv1.ImageSpec, creds []credentialprovider.AuthConfig, sb *criv1.PodSandboxConfig) (string, error) {
+// anonymous pull, and reports every attempt's error. It says which
+// credential worked (nil: anonymous).
+func (p *puller) pullWith(ctx context.Context, spec *criv1.ImageSpec, creds []credentialprovider.AuthConfig, sb *criv1.PodSandboxConfig) (string, *credentialprovider.AuthConfig, error) {
 	if len(creds) == 0 {
-		return p.images.PullImage(ctx, spec, nil, sb)
+		ref, err := p.images.PullImage(ctx, spec, nil, sb)
+		return ref, nil, err
 	}
 	var errs []error
-	for _, c := range creds {
+	for i, c := range creds {
 		ref, err := p.images.PullImage(ctx, spec, &criv1.AuthConfig{Username: c.Username, Password: c.Password}, sb)
 		if err == nil {
-			return ref, nil
+			return ref, &creds[i], nil
 		}
 		errs = append(errs, err)
 	}
-	return "", utilerrors.NewAggregate(errs)
+	return "", nil, utilerrors.NewAggregate(errs)
 }
 
 // ReasonFailedToRetrieveImagePullSecret is the kubelet's event when some of

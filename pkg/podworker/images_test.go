@@ -193,7 +193,7 @@ func TestPullerEnsure(t *testing.T) {
 func TestPullerSendsCredentials(t *testing.T) {
 	img := critest.NewFakeImageService()
 	k := &credentialprovider.Keyring{}
-	k.Add(credentialprovider.Config{"registry.example.com": {Username: "u", Password: "p"}})
+	k.Add(nil, credentialprovider.Config{"registry.example.com": {Username: "u", Password: "p"}})
 	p := &puller{images: img, events: &recordedEvents{}, keyring: k, backoff: flowcontrol.NewBackOff(time.Second, time.Minute)}
 	c := &v1.Container{Name: "c", Image: "registry.example.com/app:1"}
 	if _, err := p.ensure(context.Background(), planBasePod(), c, nil, nil); err != nil {
@@ -230,7 +230,7 @@ func dockerSecret(name, registry, user, password string) v1.Secret {
 // when all fail, every error is reported and no anonymous pull is made.
 func TestPullerCredentialOrder(t *testing.T) {
 	node := &credentialprovider.Keyring{}
-	node.Add(credentialprovider.Config{"r.io": {Username: "node", Password: "good"}})
+	node.Add(nil, credentialprovider.Config{"r.io": {Username: "node", Password: "good"}})
 	cases := []struct {
 		name      string
 		image     string

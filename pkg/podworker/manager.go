@@ -182,6 +182,10 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		cfg.Logger.Warn("registry credentials ignored", "err", err)
 	}
+	records, err := openPullRecords(cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -202,6 +206,7 @@ func New(cfg Config) (*Manager, error) {
 		images:  cfg.Images,
 		backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		keyring: keys,
+		records: records,
 		events:  cfg.Events,
 		metrics: cfg.Metrics,
 	}

@@ -24,7 +24,9 @@ import (
 // FailedToRetrieveImagePullSecret event and pulls without it; a pod of a
 // service account with image pull secrets inherits them at admission and
 // pulls with them. Every pod has its own repository, so no pull is saved
-// by an image another pod brought.
+// by an image another pod brought, but one: a pod without the secret for
+// an image another pod pulled with it must pull it again (KEP-2535's
+// default, NeverVerifyPreloadedImages), and is refused.
 func TestImagePullSecrets(t *testing.T) {
 	reg, err := framework.StartRegistry()
 	if err != nil {
@@ -102,6 +104,35 @@ func TestImagePullSecrets(t *testing.T) {
 
 	t.Run("with the secret: pulled and running", func(t *testing.T) {
 		waitPodRunning(t, "pull-secret")
+	})
+	t.Run("present image pulled with a secret: another pod without it must pull, and is refused", func(t *testing.T) {
+		// KEP-2535's default: the image is on the node, but this pod has
+		// no credentials for it, so the agent pulls again (anonymously).
+		reuse := pod("pull-reuse")
+		reuse.Spec.Containers[0].Image = images["pull-secret"]
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, reuse, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleteOnCleanup(t, "pod/pull-reuse")
+		waitFor(t, apiTimeout, "pull-reuse to be refused the image", func() (bool, error) {
+			p, err := admin.CoreV1().Pods("default").Get(ctx, "pull-reuse", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Waiting != nil {
+				if r := cs[0].State.Waiting.Reason; r == "ErrImagePull" || r == "ImagePullBackOff" {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("phase %s containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		})
+		waitFor(t, apiTimeout, "pull-reuse's Pulling event: the present image was pulled again", func() (bool, error) {
+			evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pull-reuse,reason=Pulling"})
+			if err != nil {
+				return false, err
+			}
+			return len(evs.Items) > 0, fmt.Errorf("%d Pulling events", len(evs.Items))
+		})
 	})
 	t.Run("service account's secret: pulled and running", func(t *testing.T) {
 		waitPodRunning(t, "pull-sa")
