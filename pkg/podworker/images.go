@@ -140,11 +140,14 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 		p.lastErr.Store(r.key, ReasonErrImagePull+": "+err.Error())
 		return "", &pullError{ReasonErrImagePull, err.Error()}
 	}
+	pulled, total := time.Since(start), time.Since(queued)
 	p.backoff.Reset(r.key)
+	size := p.imageSize(ctx, ref)
 	if p.metrics != nil {
-		p.metrics.ImagePullFinished(pod.UID, time.Since(queued), p.imageSize(ctx, ref))
+		p.metrics.ImagePullFinished(pod.UID, total, size)
 	}
-	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
+	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
+		c.Image, pulled.Truncate(time.Millisecond), total.Truncate(time.Millisecond), size)
 	return ref, nil
 }
 

@@ -128,10 +128,11 @@ func TestPullerEnsure(t *testing.T) {
 	}{
 		{name: "present, IfNotPresent: no pull", image: "busybox:1", policy: v1.PullIfNotPresent, present: true, calls: 1,
 			wantRef: "busybox:1", wantPulls: []string{"ImageStatus"}},
+		// A pulled image's status is read for its size (the Pulled event).
 		{name: "absent, IfNotPresent: pull", image: "busybox:1", policy: v1.PullIfNotPresent, calls: 1,
-			wantRef: "busybox:1", wantPulls: []string{"ImageStatus", "PullImage"}},
+			wantRef: "busybox:1", wantPulls: []string{"ImageStatus", "PullImage", "ImageStatus"}},
 		{name: "present, Always: pull", image: "busybox:1", policy: v1.PullAlways, present: true, calls: 1,
-			wantRef: "busybox:1", wantPulls: []string{"ImageStatus", "PullImage"}},
+			wantRef: "busybox:1", wantPulls: []string{"ImageStatus", "PullImage", "ImageStatus"}},
 		{name: "absent, Never", image: "busybox:1", policy: v1.PullNever, calls: 1,
 			wantErr: ReasonErrImageNeverPull, wantPulls: []string{"ImageStatus"}},
 		{name: "invalid name", image: "Bad Image!", policy: v1.PullIfNotPresent, calls: 1, wantErr: ReasonInvalidImageName},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
 
@@ -115,5 +116,19 @@ func TestPullerPresentImageMalformedSecret(t *testing.T) {
 	c := &v1.Container{Name: "c", Image: "r.io/preloaded:1", ImagePullPolicy: v1.PullIfNotPresent}
 	if _, err := p.ensure(context.Background(), planBasePod(), c, nil, []v1.Secret{bad}); err != nil {
 		t.Errorf("preloaded image: %v, want it used without reading the secrets", err)
+	}
+}
+
+// TestPullerPulledEvent: the kubelet's Pulled event after a pull.
+func TestPullerPulledEvent(t *testing.T) {
+	ev := &messageEvents{}
+	p := &puller{images: critest.NewFakeImageService(), events: ev, keyring: &credentialprovider.Keyring{},
+		backoff: flowcontrol.NewBackOff(time.Second, time.Minute)}
+	if _, err := p.ensure(context.Background(), planBasePod(), &v1.Container{Name: "c", Image: "busybox:1"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`^Normal Pulled: Successfully pulled image "busybox:1" in \S+ \(\S+ including waiting\)\. Image size: \d+ bytes\.$`)
+	if len(ev.got) != 2 || !want.MatchString(ev.got[1]) {
+		t.Errorf("events %q, want Pulling then %s", ev.got, want)
 	}
 }
