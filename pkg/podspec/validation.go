@@ -224,12 +224,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	if ads := spec.ActiveDeadlineSeconds; ads != nil && (*ads < 1 || *ads > math.MaxInt32) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *ads, validation.InclusiveRangeError(1, math.MaxInt32)))
 	}
-	if spec.Hostname != "" {
-		allErrs = append(allErrs, dnsLabel(spec.Hostname, fldPath.Child("hostname"))...)
-	}
-	if spec.Subdomain != "" {
-		allErrs = append(allErrs, dnsLabel(spec.Subdomain, fldPath.Child("subdomain"))...)
-	}
+	allErrs = append(allErrs, validateHostname(spec, fldPath)...)
 	allErrs = append(allErrs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
 	for i, alias := range spec.HostAliases {
 		p := fldPath.Child("hostAliases").Index(i)

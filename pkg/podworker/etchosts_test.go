@@ -3,6 +3,7 @@ package podworker
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,11 +28,16 @@ func TestEtcHostsContent(t *testing.T) {
 		{"pod network", false, "", nil, podHeader + "10.0.0.7\tweb\n"},
 		{"pod network, subdomain and host aliases", false, "sub", aliases,
 			podHeader + "10.0.0.7\tweb.sub.ns1.svc.cluster.local\tweb\n" + aliasSection},
+		{"hostnameOverride: that name alone, whatever the subdomain", false, "sub", nil, podHeader + "10.0.0.7\twww.example.com\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns1"},
 				Spec: v1.PodSpec{HostNetwork: tc.hostNetwork, Subdomain: tc.subdomain, HostAliases: tc.aliases}}
+			if strings.HasPrefix(tc.name, "hostnameOverride") {
+				override := "www.example.com"
+				pod.Spec.HostnameOverride = &override
+			}
 			if got := string(etcHostsContent(pod, []string{"10.0.0.7"}, "cluster.local", []byte(node))); got != tc.want {
 				t.Errorf("hosts file\n got: %q\nwant: %q", got, tc.want)
 			}

@@ -324,16 +324,15 @@ func etcHostsContent(pod *v1.Pod, ips []string, clusterDomain string, node []byt
 	} else {
 		b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 		b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+		// The sandbox configuration already failed on a bad name: no
+		// sandbox, no hosts file.
+		host, domain, _ := criconfig.HostnameAndDomain(pod, clusterDomain)
 		for _, ip := range ips {
-			name := criconfig.Hostname(pod)
-			if pod.Spec.Subdomain != "" {
-				fqdn := fmt.Sprintf("%s.%s.%s.svc", name, pod.Spec.Subdomain, pod.Namespace)
-				if clusterDomain != "" {
-					fqdn += "." + clusterDomain
-				}
-				name = fqdn + "\t" + name
+			if domain != "" {
+				fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, host, domain, host)
+			} else {
+				fmt.Fprintf(&b, "%s\t%s\n", ip, host)
 			}
-			fmt.Fprintf(&b, "%s\t%s\n", ip, name)
 		}
 	}
 	if len(pod.Spec.HostAliases) > 0 {

@@ -16,7 +16,6 @@ import (
 const (
 	maxDNSNameservers = 3
 	maxDNSSearches    = 32
-	maxHostnameLen    = 63
 )
 
 type sandboxInputs struct {
@@ -40,6 +39,11 @@ func SandboxConfig(pod *v1.Pod, node Node, attempt uint32) (*criv1.PodSandboxCon
 		CgroupRoot: node.CgroupRoot,
 		DNS:        dns,
 	})
+	if !pod.Spec.HostNetwork {
+		if cfg.Hostname, err = KernelHostname(pod, node.DNS.ClusterDomain); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Annotations[runtime.AnnotationSandboxHash] = runtime.HashSandbox(pod)
 	return cfg, nil
 }
@@ -66,18 +70,6 @@ func buildSandboxConfig(pod *v1.Pod, in sandboxInputs) *criv1.PodSandboxConfig {
 		cfg.Linux.CgroupParent = podCgroupParent(in.CgroupRoot, pod)
 	}
 	return cfg
-}
-
-// Hostname is spec.hostname, else the pod name, cut to a DNS label.
-func Hostname(pod *v1.Pod) string {
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
-	}
-	if len(h) > maxHostnameLen {
-		h = strings.TrimRight(h[:maxHostnameLen], "-.")
-	}
-	return h
 }
 
 func podCgroupParent(root string, pod *v1.Pod) string {
