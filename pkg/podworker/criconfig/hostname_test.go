@@ -28,7 +28,7 @@ func TestKernelHostname(t *testing.T) {
 		{name: "FQDN of exactly 64 characters",
 			spec: v1.PodSpec{Hostname: long[:39], Subdomain: "sub", SetHostnameAsFQDN: ptr.To(true)}, want: long[:39] + ".sub.ns.svc.cluster.local"},
 		{name: "FQDN of 65 characters fails",
-			spec: v1.PodSpec{Hostname: long, Subdomain: "sub", SetHostnameAsFQDN: ptr.To(true)},
+			spec:    v1.PodSpec{Hostname: long, Subdomain: "sub", SetHostnameAsFQDN: ptr.To(true)},
 			wantErr: "failed to construct FQDN from pod hostname and cluster domain, FQDN " + long + ".sub.ns.svc.cluster.local is too long (64 characters is the max, 65 characters requested)"},
 		{name: "hostnameOverride wins over hostname and subdomain",
 			spec: v1.PodSpec{Hostname: "h", Subdomain: "sub", HostnameOverride: ptr.To("www.example.com")}, want: "www.example.com"},
