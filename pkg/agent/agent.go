@@ -81,10 +81,13 @@ func Run(ctx context.Context, o Options) error {
 	defer rt.Close()
 
 	var api *apiclient.API
-	kubenet, err := newKubenet(o, rc, nodeName, func() { api.Node.Trigger() }, log)
+	var gate *networkGate
+	kubenet, err := newKubenet(o, rc, nodeName, func() { api.Node.Trigger(); gate.Check() }, log)
 	if err != nil {
 		return err
 	}
+	gate = newNetworkGate(rt, kubenet, log)
+	gate.refresh(ctx) // pods are not held back by a state not yet read
 	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, log)
 	if err != nil {
 		return err
@@ -118,6 +121,8 @@ func Run(ctx context.Context, o Options) error {
 		ProbeMetrics: mtr,
 
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+
+		Network: gate.Err,
 	}
 	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
 	if api != nil {
@@ -135,7 +140,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	gate.onChange = mgr.NetworkChanged
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -181,6 +187,7 @@ type parts struct {
 	api              *apiclient.API   // nil standalone
 	rc               *rest.Config     // nil standalone
 	kubenet          *network.Kubenet // nil unless --network-plugin=kubenet
+	network          *networkGate
 	metrics          *metrics.Metrics
 	nodeName, nodeIP string
 	log              *slog.Logger
@@ -255,6 +262,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	if p.kubenet != nil {
 		c.run("kubenet", func() error { return p.kubenet.Run(gctx) })
 	}
+	c.helper(func() { p.network.Run(gctx) })
 	if runProxy, err := newServiceProxy(o, p.rc, p.metrics, log); err != nil {
 		return err
 	} else if runProxy != nil {

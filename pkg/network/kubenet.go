@@ -40,8 +40,9 @@ type KubenetConfig struct {
 	Masquerade *Masquerade
 	Logger     *slog.Logger
 	// OnChange, when set, is called after the first sync and whenever
-	// the network becomes ready or stops being ready: the node status is
-	// then sent without waiting for its period.
+	// the network becomes ready or stops being ready, or the configuration
+	// is written or lost: the node status is then sent without waiting for
+	// its period, and pods that wait for the network start.
 	OnChange func()
 }
 
@@ -60,6 +61,7 @@ type Kubenet struct {
 	// network was ready at its last run.
 	lastRefused string
 	wasReady    bool
+	wasWritten  bool
 
 	mu       sync.Mutex
 	routeErr error
@@ -176,8 +178,9 @@ func (k *Kubenet) sync(ctx context.Context) {
 	k.routeErr, k.synced = routeErr, true
 	k.mu.Unlock()
 	ready, _, _ := k.status()
-	changed := ready != k.wasReady
-	k.wasReady = ready
+	written, _, _ := k.cfg.Writer.Status()
+	changed := ready != k.wasReady || written != k.wasWritten
+	k.wasReady, k.wasWritten = ready, written
 	if ready && changed {
 		k.cfg.Logger.Info("pod network ready", "routes", len(plan))
 	}
@@ -203,6 +206,15 @@ func (k *Kubenet) logRefused(refused []RefusedCIDR) {
 		return
 	}
 	k.cfg.Logger.Warn("pod CIDRs of other nodes refused: no route, no masquerade exemption", "refused", key)
+}
+
+// Configured says whether the CNI configuration for the node's pod CIDRs
+// is written, which is what this node's pods need (the routes serve the
+// other nodes' pods), with the writer's message when it is not. OnChange
+// is called when it changes.
+func (k *Kubenet) Configured() (ok bool, message string) {
+	ok, _, message = k.cfg.Writer.Status()
+	return ok, message
 }
 
 // Condition is the NetworkUnavailable node condition: False once the

@@ -38,6 +38,8 @@ type deps struct {
 	// services lists the services for the service environment variables
 	// (nil: standalone).
 	services ServiceLister
+	// network is the Config's Network (nil: always ready).
+	network func() error
 
 	// onStatus and onTerminated are the Config's (nil: not wanted);
 	// forget tells the manager the worker ended.
@@ -101,7 +103,7 @@ func (m *Manager) workerDeps() deps {
 	return deps{
 		log: m.log, now: m.now, node: m.node(),
 		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
-		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, events: m.events,
+		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, network: m.cfg.Network, events: m.events,
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,

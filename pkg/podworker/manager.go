@@ -102,6 +102,12 @@ type Config struct {
 	// may set beyond the safe set (KubeletConfiguration allowedUnsafeSysctls);
 	// admission rejects pods asking for others (SysctlForbidden).
 	AllowedUnsafeSysctls []string
+	// Network, when set, says why pods that are not hostNetwork may not
+	// join the pod network yet (nil once they may): the kubelet's
+	// runtimeState.networkErrors. Such pods wait, with a NetworkNotReady
+	// event; call Manager.NetworkChanged when the answer changes. Nil: the
+	// network is always ready.
+	Network func() error
 	// AppArmorEnabled, when set, replaces the host check (securityfs and
 	// the apparmor module parameter, read once in New) of whether AppArmor
 	// can be enforced; pods that ask for a profile are rejected when not.

@@ -68,6 +68,10 @@ func (w *worker) retryDelay(pod *v1.Pod, err error) time.Duration {
 	if errors.As(err, &mb) || errors.As(err, &se) {
 		return max(w.d.mounts.Get(string(pod.UID)), 100*time.Millisecond)
 	}
+	var ne *networkNotReadyError
+	if errors.As(err, &ne) {
+		return networkRetryPeriod
+	}
 	return w.d.retryPeriod
 }
 

@@ -262,6 +262,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		}
 	case !terminal && !w.checkDeadline(pod):
 		w.d.probes.AddPod(pod)
+		if execErr = w.waitForNetwork(pod); execErr != nil {
+			break
+		}
 		// Read on every sync, as the kubelet's SyncPod does, so a missing
 		// secret is reported while the pod lives.
 		pullSecrets := w.pullSecrets(ctx, pod)

@@ -15,7 +15,12 @@ import (
 // YAML at their indentation) and returns the pod once it has finished.
 func runToEnd(t *testing.T, name, spec, container string) *v1.Pod {
 	t.Helper()
-	a := newAgent(t)
+	return runToEndOn(t, newAgent(t), name, spec, container)
+}
+
+// runToEndOn is runToEnd on the given agent.
+func runToEndOn(t *testing.T, a *framework.Agent, name, spec, container string) *v1.Pod {
+	t.Helper()
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  restartPolicy: Never\n%s  containers:\n  - name: c\n    image: %s\n%s",
 		name, spec, framework.BusyboxImage, container)
 	if err := a.WriteManifest(name+".yaml", manifest); err != nil {
