@@ -104,6 +104,15 @@ func run(m *testing.M) int {
 // stops the agent and sweeps the instance.
 func startAgent(t *testing.T, n *node) {
 	t.Helper()
+	startAgentOn(t, n, cp, nil, "--service-proxy", "--cluster-cidr", "10.244.0.0/16",
+		"--cluster-dns", server.KubeDNSServiceIP, "--cluster-domain", "cluster.local")
+}
+
+// startAgentOn is startAgent joined to the given control plane, with the
+// given flags beyond kubenet's; before, if set, runs before the agent
+// starts (to write static pod manifests).
+func startAgentOn(t *testing.T, n *node, cp *framework.ControlPlane, before func(*framework.Agent), flags ...string) {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig, err := cp.NodeKubeconfig(dir, n.name)
 	if err != nil {
@@ -114,9 +123,11 @@ func startAgent(t *testing.T, n *node) {
 		t.Fatal(err)
 	}
 	a.NodeName = n.name
-	a.ExtraArgs = []string{"--kubeconfig", kubeconfig, "--network-plugin=kubenet",
-		"--cni-conf-dir", n.inst.CNIConfDir(), "--cni-bin-dir", "/usr/lib/cni",
-		"--service-proxy", "--cluster-cidr", "10.244.0.0/16", "--cluster-dns", server.KubeDNSServiceIP, "--cluster-domain", "cluster.local"}
+	a.ExtraArgs = append([]string{"--kubeconfig", kubeconfig, "--network-plugin=kubenet",
+		"--cni-conf-dir", n.inst.CNIConfDir(), "--cni-bin-dir", "/usr/lib/cni"}, flags...)
+	if before != nil {
+		before(a)
+	}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
