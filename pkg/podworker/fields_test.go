@@ -25,7 +25,7 @@ const (
 )
 
 // maxGaps only goes down: lower it whenever a gap is closed.
-const maxGaps = 12
+const maxGaps = 10
 
 // podFields is the inventory of every field of the pod a kubelet may have
 // to act on, keyed "<Type>.<json name>", with where the agent handles it.

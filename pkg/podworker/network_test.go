@@ -12,19 +12,19 @@ import (
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
 
-// messageEvents keeps each event's reason and message.
-type messageEvents struct {
+// netEvents keeps each event's reason and message.
+type netEvents struct {
 	mu   sync.Mutex
 	seen []string
 }
 
-func (r *messageEvents) Eventf(_ apiruntime.Object, _, reason, format string, args ...interface{}) {
+func (r *netEvents) Eventf(_ apiruntime.Object, _, reason, format string, args ...interface{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen = append(r.seen, reason+": "+fmt.Sprintf(format, args...))
 }
 
-func (r *messageEvents) has(s string) bool {
+func (r *netEvents) has(s string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range r.seen {
@@ -37,7 +37,7 @@ func (r *messageEvents) has(s string) bool {
 
 func TestPodsWaitForTheNetwork(t *testing.T) {
 	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
-	events := &messageEvents{}
+	events := &netEvents{}
 	h.m.events, h.m.cfg.Events = events, events
 	const why = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:no pod CIDR"
 	var netErr atomic.Pointer[error]
