@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodeagent/nodeagent/pkg/podspec"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 func (b *builder) pods() *Resource {
@@ -48,7 +49,7 @@ func (b *builder) pods() *Resource {
 // its QoS class, and the PodScheduled=False condition when scheduling gates
 // hold it back.
 func preparePodForCreate(pod *v1.Pod) {
-	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: podQOS(pod)}
+	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: podutil.ComputeQOS(pod)}
 	pod.Generation = 1
 	if len(pod.Spec.SchedulingGates) > 0 {
 		pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{
@@ -122,52 +123,4 @@ func podFields(pod *v1.Pod) fields.Set {
 		"status.podIP":             podIP,
 		"status.nominatedNodeName": pod.Status.NominatedNodeName,
 	}
-}
-
-// podQOS classifies a pod as the API server does on create: BestEffort
-// without any cpu/memory request or limit, Guaranteed when every container
-// (or the pod-level resources) sets equal cpu and memory requests and
-// limits, Burstable otherwise.
-func podQOS(pod *v1.Pod) v1.PodQOSClass {
-	computeResources := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
-	relevant := func(list v1.ResourceList) v1.ResourceList {
-		out := v1.ResourceList{}
-		for _, n := range computeResources {
-			if q, ok := list[n]; ok && q.Sign() > 0 {
-				out[n] = q
-			}
-		}
-		return out
-	}
-	var reqs []v1.ResourceRequirements
-	if pod.Spec.Resources != nil {
-		reqs = []v1.ResourceRequirements{*pod.Spec.Resources}
-	} else {
-		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			reqs = append(reqs, c.Resources)
-		}
-	}
-	anySet, guaranteed := false, true
-	for _, r := range reqs {
-		req, lim := relevant(r.Requests), relevant(r.Limits)
-		if len(req) > 0 || len(lim) > 0 {
-			anySet = true
-		}
-		if len(lim) < len(computeResources) {
-			guaranteed = false
-			continue
-		}
-		for n, q := range req {
-			if l := lim[n]; q.Cmp(l) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !anySet:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
 }

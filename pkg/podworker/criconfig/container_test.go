@@ -264,32 +264,6 @@ func TestContainerConfig(t *testing.T) {
 	}
 }
 
-func TestMilliCPUToShares(t *testing.T) {
-	cases := []struct {
-		milli, want int64
-	}{
-		{0, 2}, {1, 2}, {10, 10}, {100, 102}, {1000, 1024}, {2500, 2560},
-		{300000, 262144},
-	}
-	for _, tc := range cases {
-		t.Run(fmt.Sprint(tc.milli), func(t *testing.T) {
-			if got := milliCPUToShares(tc.milli); got != tc.want {
-				t.Errorf("milliCPUToShares(%d) = %d, want %d", tc.milli, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestMilliCPUToQuota(t *testing.T) {
-	for _, tc := range []struct{ milli, want int64 }{
-		{0, 0}, {1, 1000}, {10, 1000}, {100, 10000}, {1000, 100000}, {2500, 250000},
-	} {
-		if got := milliCPUToQuota(tc.milli); got != tc.want {
-			t.Errorf("milliCPUToQuota(%d) = %d, want %d", tc.milli, got, tc.want)
-		}
-	}
-}
-
 func TestContainerResources(t *testing.T) {
 	q := resource.MustParse
 	cases := []struct {

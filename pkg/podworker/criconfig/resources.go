@@ -4,46 +4,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podcgroup"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
-// The kubelet's CPU conversion constants (cgroup v1 cpu.shares / cfs quota).
-const (
-	minShares    = 2
-	maxShares    = 262144
-	sharesPerCPU = 1024
-	milliPerCPU  = 1000
-	quotaPeriod  = 100000 // 100 ms in µs
-	minQuota     = 1000
-)
-
-func milliCPUToShares(milli int64) int64 {
-	if milli == 0 {
-		return minShares
-	}
-	shares := milli * sharesPerCPU / milliPerCPU
-	return min(max(shares, minShares), maxShares)
-}
-
-func milliCPUToQuota(milli int64) int64 {
-	if milli == 0 {
-		return 0
-	}
-	q := milli * quotaPeriod / milliPerCPU
-	if q < minQuota {
-		return minQuota
-	}
-	return q
-}
-
 func containerResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *criv1.LinuxContainerResources {
 	r := &criv1.LinuxContainerResources{
-		CpuShares:   milliCPUToShares(c.Resources.Requests.Cpu().MilliValue()),
+		CpuShares:   int64(podcgroup.MilliCPUToShares(c.Resources.Requests.Cpu().MilliValue())),
 		OomScoreAdj: oomScoreAdj(pod, c, memCapacity),
 	}
 	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliCPUToQuota(lim.MilliValue())
+		r.CpuPeriod = podcgroup.QuotaPeriod
+		r.CpuQuota = podcgroup.MilliCPUToQuota(lim.MilliValue(), podcgroup.QuotaPeriod)
 	}
 	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = lim.Value()
@@ -71,43 +43,6 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	return min(max(adj, 1000+guaranteed), bestEffort-1)
 }
 
-// QOSClass classifies a pod as the API does.
-func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	guaranteed := true
-	all := podutil.AllContainers(pod)
-	for _, c := range all {
-		for name, q := range c.Resources.Requests {
-			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
-				continue
-			}
-			requests[name] = q
-		}
-		seen := 0
-		for name, q := range c.Resources.Limits {
-			if name != v1.ResourceCPU && name != v1.ResourceMemory || q.IsZero() {
-				continue
-			}
-			seen++
-			limits[name] = q
-		}
-		if seen < 2 {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for _, c := range all {
-			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-				req, hasReq := c.Resources.Requests[name]
-				if hasReq && req.Cmp(c.Resources.Limits[name]) != 0 {
-					return v1.PodQOSBurstable
-				}
-			}
-		}
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
-}
+// QOSClass is the class the kubelet acts on: the API's status.qosClass,
+// computed as the API computes it when the pod has none (static pods).
+func QOSClass(pod *v1.Pod) v1.PodQOSClass { return podutil.QOSClass(pod) }
