@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		RootDir:      o.Flags.RootDir,
 		PodLogsDir:   cfg.PodLogsDir,
 		CgroupRoot:   cgroupRoot(cfg),
+		PodPidsLimit: *cfg.PodPidsLimit,
 		DNS:          dnsSettings(cfg),
 		Allocatable:  apiclient.Allocatable(capacity(cfg), cfg.Reserved()),
 		NodeLabels:   o.Flags.NodeLabels,

@@ -201,12 +201,8 @@ func (c *Config) warnings() []string {
 // notEnforced names settings this version accepts but does not act on yet,
 // so that a reused kubelet config does not silently do less than it says.
 func (c *Config) notEnforced() []string {
-	var w []string
-	note := func(field, why string) { w = append(w, field+" is accepted but not enforced yet: "+why) }
-	if deref(c.PodPidsLimit) != DefaultPodPidsLimit {
-		note("podPidsLimit", "pod-level cgroups are not managed")
-	}
-	return w
+	// None left: podPidsLimit is the pod cgroup's pids.max (pkg/podcgroup).
+	return nil
 }
 
 // reservable are the resources systemReserved and kubeReserved may name.

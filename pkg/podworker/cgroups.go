@@ -8,17 +8,52 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeagent/nodeagent/pkg/podcgroup"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 )
 
 // cgroupMountRoot is where the host's cgroup hierarchies are mounted.
 var cgroupMountRoot = "/sys/fs/cgroup"
 
-// removePodCgroups deletes the pod-level cgroup directories the runtime
-// created under the pod's cgroup parent (the kubelet's pod container
-// manager does the same). The QoS class of a pod known only from the
-// runtime is unknown, so every class's path is tried. Only empty cgroups
-// can be removed, so a cgroup still in use is left alone.
+// newPodCgroups is the pod cgroup manager, nil when the agent gives pods
+// no cgroup parent (no cgroupRoot, or cgroupsPerQOS off): the kubelet's
+// no-op pod container manager, which sets no pod limit either.
+func newPodCgroups(cfg Config) *podcgroup.Manager {
+	if cfg.CgroupRoot == "" {
+		return nil
+	}
+	return podcgroup.NewManager(cgroupMountRoot, podcgroup.Options{PidsLimit: cfg.PodPidsLimit})
+}
+
+// ensurePodCgroup creates the pod's cgroup, the sandbox's cgroup parent,
+// with the pod's limits before the runtime puts anything in it (the
+// kubelet's pcm.EnsureExists in SyncPod), and updates it when they change.
+func (w *worker) ensurePodCgroup(pod *v1.Pod, parent string) error {
+	if w.d.cgroups == nil || parent == "" {
+		return nil
+	}
+	if err := w.d.cgroups.Ensure(parent, pod); err != nil {
+		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+		return err
+	}
+	return nil
+}
+
+// removePodCgroups deletes the pod-level cgroup directories under the
+// pod's cgroup parent (the kubelet's pod container manager does the
+// same). The QoS class of a pod known only from the runtime is unknown,
+// so every class's path is tried. Only empty cgroups can be removed, so a
+// cgroup still in use is left alone.
+func (w *worker) removePodCgroups(uid types.UID) error {
+	err := removePodCgroups(w.d.node.CgroupRoot, uid)
+	if w.d.cgroups != nil && err == nil {
+		for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+			w.d.cgroups.Forget(criconfig.PodCgroupParent(w.d.node.CgroupRoot, qos, uid))
+		}
+	}
+	return err
+}
+
 func removePodCgroups(root string, uid types.UID) error {
 	if root == "" {
 		return nil

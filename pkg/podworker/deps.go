@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podcgroup"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
@@ -40,6 +41,8 @@ type deps struct {
 	services ServiceLister
 	// network is the Config's Network (nil: always ready).
 	network func() error
+	// cgroups creates the pod cgroups (nil: the runtime picks cgroups).
+	cgroups *podcgroup.Manager
 
 	// onStatus and onTerminated are the Config's (nil: not wanted);
 	// forget tells the manager the worker ended.
@@ -105,7 +108,7 @@ func (m *Manager) workerDeps() deps {
 		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
 		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, network: m.cfg.Network, events: m.events,
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
-		backoff: m.backoff, mounts: m.mounts,
+		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
 		runtimeClasses: m.cfg.RuntimeClasses, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,

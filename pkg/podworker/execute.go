@@ -52,6 +52,9 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
 	}
+	if err := w.ensurePodCgroup(pod, sbCfg.GetLinux().GetCgroupParent()); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
+	}
 	sandboxID := plan.SandboxID
 	var podIPs []string
 	if sb := st.ActiveSandbox(); sb != nil && !plan.CreateSandbox {

@@ -25,7 +25,7 @@ const (
 )
 
 // maxGaps only goes down: lower it whenever a gap is closed.
-const maxGaps = 10
+const maxGaps = 8
 
 // podFields is the inventory of every field of the pod a kubelet may have
 // to act on, keyed "<Type>.<json name>", with where the agent handles it.
@@ -67,14 +67,14 @@ var podFields = map[string]struct {
 	"PodSpec.runtimeClassName":              {handled, "runtimeclass.go (the class's handler to RunPodSandbox), admission RuntimeClass"},
 	"PodSpec.enableServiceLinks":            {handled, "criconfig/serviceenv.go (service environment variables)"},
 	"PodSpec.preemptionPolicy":              {notForNode, "scheduler"},
-	"PodSpec.overhead":                      {gap, "scheduler counts it (RuntimeClass); pod cgroup: podcgroup"},
+	"PodSpec.overhead":                      {handled, "pkg/podcgroup (pod cgroup sizing), the scheduler (requests), admission RuntimeClass"},
 	"PodSpec.topologySpreadConstraints":     {notForNode, "scheduler"},
 	"PodSpec.setHostnameAsFQDN":             {handled, "criconfig/hostname.go KernelHostname (the FQDN as the sandbox hostname)"},
 	"PodSpec.os":                            {handled, "admission.go checkPodOS"},
 	"PodSpec.hostUsers":                     {gap, "issue 14: user namespaces, or refusal"},
 	"PodSpec.schedulingGates":               {notForNode, "scheduler"},
 	"PodSpec.resourceClaims":                {gap, "dynamic resource allocation: not served"},
-	"PodSpec.resources":                     {gap, "issue 14: pod-level resources"},
+	"PodSpec.resources":                     {handled, "pkg/podcgroup (pod cgroup limits), podutil.QOSClass"},
 	"PodSpec.hostnameOverride":              {handled, "criconfig/hostname.go (sandbox hostname, /etc/hosts), podspec validation_hostname.go"},
 	"PodSpec.schedulingGroup":               {notForNode, "scheduler (gang scheduling)"},
 	"PodSpec.evictionResponders":            {notForNode, "EvictionRequest responders (controllers)"},

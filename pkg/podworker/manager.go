@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nodeagent/nodeagent/pkg/lifecycle"
+	"github.com/nodeagent/nodeagent/pkg/podcgroup"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/probe"
@@ -33,6 +34,9 @@ type Config struct {
 	RootDir     string // per-pod files live in <RootDir>/pods/<uid>
 	PodLogsDir  string // the kubelet's /var/log/pods
 	CgroupRoot  string // "" to let the runtime pick cgroups
+	// PodPidsLimit is podPidsLimit, the pod cgroup's pids.max (0 or -1:
+	// unlimited).
+	PodPidsLimit int64
 	// SeccompDefault is KubeletConfiguration seccompDefault: containers
 	// that set no seccomp profile get RuntimeDefault.
 	SeccompDefault bool
@@ -139,6 +143,8 @@ type Manager struct {
 	now    func() time.Time
 	// sysctls are the sysctls admission lets pods set.
 	sysctls *sysctl.Allowlist
+	// cgroups creates the pod cgroups (nil: the runtime picks cgroups).
+	cgroups *podcgroup.Manager
 
 	mu      sync.Mutex
 	desired map[types.UID]*v1.Pod
@@ -207,6 +213,7 @@ func New(cfg Config) (*Manager, error) {
 		ready:    make(chan struct{}),
 	}
 	m.appArmorErr = appArmorHostError(cfg.AppArmorEnabled)
+	m.cgroups = newPodCgroups(cfg)
 	m.hooks = &lifecycle.Runner{Exec: execer(cfg.Runtime)}
 	m.puller = &puller{
 		images:  cfg.Images,

@@ -484,7 +484,7 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := removePodCgroups(w.d.node.CgroupRoot, pod.UID); err != nil {
+	if err := w.removePodCgroups(pod.UID); err != nil {
 		w.log.Warn("remove pod cgroups", "err", err) // not worth blocking the cleanup for
 	}
 	if w.d.volumes != nil {
