@@ -508,6 +508,49 @@ func TestOOMScoreAdj(t *testing.T) {
 	}
 }
 
+// Upstream's policy.go: a pod-level memory request beyond the
+// containers' is shared out among them; a sidecar is killed no later than
+// the app container that requests least.
+func TestOOMScoreAdjPodLevelAndSidecars(t *testing.T) {
+	mem := func(q string) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse(q)}}
+	}
+	always := v1.ContainerRestartPolicyAlways
+	capacity := int64(1000 << 20)
+	podLevel := &v1.Pod{Spec: v1.PodSpec{
+		Resources:  &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("400Mi")}},
+		Containers: []v1.Container{{Name: "a", Resources: mem("100Mi")}, {Name: "b"}},
+	}}
+	sidecar := func(q string) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{
+			InitContainers: []v1.Container{{Name: "s", RestartPolicy: &always, Resources: mem(q)}},
+			Containers:     []v1.Container{{Name: "a", Resources: mem("200Mi")}},
+		}}
+	}
+	cases := []struct {
+		name string
+		pod  *v1.Pod
+		c    *v1.Container
+		want int64
+	}{
+		{"pod-level: the container's request plus its share", podLevel, &podLevel.Spec.Containers[0], 750},
+		{"pod-level: a container without a request gets its share", podLevel, &podLevel.Spec.Containers[1], 850},
+		{"sidecar requesting less than the app", sidecar("50Mi"), nil, 800},
+		{"sidecar requesting more than the app", sidecar("300Mi"), nil, 700},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c
+			if c == nil {
+				c = &tc.pod.Spec.InitContainers[0]
+			}
+			if got := oomScoreAdj(tc.pod, c, capacity); got != tc.want {
+				t.Errorf("oomScoreAdj = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 type containerFieldCase struct {
 	name  string
 	c     func(*v1.Container)

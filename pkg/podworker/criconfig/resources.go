@@ -2,6 +2,7 @@ package criconfig
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/podcgroup"
@@ -38,9 +39,39 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	if memCapacity <= 0 {
 		return bestEffort - 1
 	}
-	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/memCapacity
+	// A pod-level memory request beyond the containers' is shared out
+	// equally among them (KEP-2837).
+	var extra int64
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
+		extra = unallocatedMemoryPerContainer(pod)
+	}
+	adj := 1000 - (1000*(c.Resources.Requests.Memory().Value()+extra))/memCapacity
+	// A sidecar goes no later than the app container requesting least.
+	if podutil.IsSidecarNamed(pod, c.Name) && len(pod.Spec.Containers) > 0 {
+		adj = min(adj, 1000-(1000*(minAppMemoryRequest(pod)+extra))/memCapacity)
+	}
 	// Stay above any guaranteed pod and below best-effort ones.
 	return min(max(adj, 1000+guaranteed), bestEffort-1)
+}
+
+// unallocatedMemoryPerContainer is the kubelet's
+// remainingPodMemReqPerContainer: the pod-level memory request less the
+// containers' aggregate, divided among all containers.
+func unallocatedMemoryPerContainer(pod *v1.Pod) int64 {
+	podReq := pod.Spec.Resources.Requests.Memory().Value()
+	if podReq == 0 {
+		return 0
+	}
+	containers := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	return (podReq - containers.Memory().Value()) / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+}
+
+func minAppMemoryRequest(pod *v1.Pod) int64 {
+	least := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+	for _, c := range pod.Spec.Containers[1:] {
+		least = min(least, c.Resources.Requests.Memory().Value())
+	}
+	return least
 }
 
 // QOSClass is the class the kubelet acts on: the API's status.qosClass,
