@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		RootDir:      o.Flags.RootDir,
 		PodLogsDir:   cfg.PodLogsDir,
 		CgroupRoot:   cgroupRoot(cfg),
+		FlatCgroups:  cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS,
 		PodPidsLimit: *cfg.PodPidsLimit,
 		DNS:          dnsSettings(cfg),
 		Allocatable:  apiclient.Allocatable(capacity(cfg), cfg.Reserved()),
@@ -317,10 +318,9 @@ func connectRuntime(ctx context.Context, cfg *agentconfig.Config, log *slog.Logg
 	}
 }
 
+// cgroupRoot is the kubelet's: "/" unless set. With cgroupsPerQOS off the
+// pods run straight under it (flatCgroups).
 func cgroupRoot(cfg *agentconfig.Config) string {
-	if cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS {
-		return ""
-	}
 	if cfg.CgroupRoot == "" {
 		return "/"
 	}

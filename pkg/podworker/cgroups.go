@@ -16,10 +16,11 @@ import (
 var cgroupMountRoot = "/sys/fs/cgroup"
 
 // newPodCgroups is the pod cgroup manager, nil when the agent gives pods
-// no cgroup parent (no cgroupRoot, or cgroupsPerQOS off): the kubelet's
-// no-op pod container manager, which sets no pod limit either.
+// no cgroup parent or runs them flat under cgroupRoot (cgroupsPerQOS
+// off): the kubelet's no-op pod container manager, which sets no pod
+// limit either.
 func newPodCgroups(cfg Config) *podcgroup.Manager {
-	if cfg.CgroupRoot == "" {
+	if cfg.CgroupRoot == "" || cfg.FlatCgroups {
 		return nil
 	}
 	return podcgroup.NewManager(cgroupMountRoot, podcgroup.Options{PidsLimit: cfg.PodPidsLimit})
@@ -45,6 +46,9 @@ func (w *worker) ensurePodCgroup(pod *v1.Pod, parent string) error {
 // so every class's path is tried. Only empty cgroups can be removed, so a
 // cgroup still in use is left alone.
 func (w *worker) removePodCgroups(uid types.UID) error {
+	if w.d.node.FlatCgroups {
+		return nil // no pod cgroups, and CgroupRoot is not the pod's
+	}
 	err := removePodCgroups(w.d.node.CgroupRoot, uid)
 	if w.d.cgroups != nil && err == nil {
 		for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {

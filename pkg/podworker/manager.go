@@ -34,6 +34,9 @@ type Config struct {
 	RootDir     string // per-pod files live in <RootDir>/pods/<uid>
 	PodLogsDir  string // the kubelet's /var/log/pods
 	CgroupRoot  string // "" to let the runtime pick cgroups
+	// FlatCgroups is cgroupsPerQOS off: pods run straight under
+	// CgroupRoot, without pod cgroups (nor their limits).
+	FlatCgroups bool
 	// PodPidsLimit is podPidsLimit, the pod cgroup's pids.max (0 or -1:
 	// unlimited).
 	PodPidsLimit int64
@@ -236,7 +239,7 @@ func New(cfg Config) (*Manager, error) {
 func (m *Manager) node() criconfig.Node {
 	return criconfig.Node{
 		Name: m.cfg.NodeName, IP: m.cfg.NodeIP, Allocatable: m.cfg.Allocatable,
-		DNS: m.cfg.DNS, PodLogsDir: m.cfg.PodLogsDir, CgroupRoot: m.cfg.CgroupRoot,
+		DNS: m.cfg.DNS, PodLogsDir: m.cfg.PodLogsDir, CgroupRoot: m.cfg.CgroupRoot, FlatCgroups: m.cfg.FlatCgroups,
 		SeccompProfileRoot: filepath.Join(m.cfg.RootDir, "seccomp"), SeccompDefault: m.cfg.SeccompDefault,
 	}
 }

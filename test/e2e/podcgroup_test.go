@@ -160,3 +160,52 @@ func readTrim(t *testing.T, path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// With cgroupsPerQOS off the kubelet makes no pod cgroup: the sandbox's
+// cgroup parent is the cgroupRoot itself, and no limit is set above the
+// containers' own.
+func TestNoPodCgroupWithoutCgroupsPerQOS(t *testing.T) {
+	a := newAgentWith(t, "cgroupsPerQOS: false\npodPidsLimit: 256")
+	if err := a.WriteManifest("flat.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: flat}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "echo memcg=$(grep :memory: /proc/self/cgroup | cut -d: -f3); trap 'exit 0' TERM; while true; do sleep 1; done"]
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 200m, memory: 64Mi}
+`, framework.BusyboxImage)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("flat", podTimeout, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent := sandboxCgroupParent(t, string(p.UID)); parent != framework.CgroupRoot {
+		t.Errorf("sandbox cgroup parent %q, want %q", parent, framework.CgroupRoot)
+	}
+	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + framework.CgroupRoot + "/kubepods/*pod" + string(p.UID))
+	more, _ := filepath.Glob("/sys/fs/cgroup/*" + framework.CgroupRoot + "/kubepods/*/pod" + string(p.UID))
+	if len(pods)+len(more) > 0 {
+		t.Errorf("pod cgroups made with cgroupsPerQOS off: %v", append(pods, more...))
+	}
+	got := waitLog(t, a, p, "c", 0, "memcg=")
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	if want := "memcg=" + framework.CgroupRoot + "/" + id; got != want {
+		t.Errorf("container's memory cgroup %q, want %q", got, want)
+	}
+	if err := a.RemoveManifest("flat.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WaitGone("flat", podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	waitRuntimeEmpty(t, podTimeout)
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", framework.CgroupRoot)); err != nil {
+		t.Errorf("the cgroup root went with the pod: %v", err)
+	}
+}

@@ -13,6 +13,9 @@ type Node struct {
 	DNS         DNS
 	PodLogsDir  string // the kubelet's /var/log/pods
 	CgroupRoot  string // "" lets the runtime pick cgroups
+	// FlatCgroups is cgroupsPerQOS off: every sandbox's cgroup parent is
+	// CgroupRoot itself, with no QoS or pod cgroups (as the kubelet).
+	FlatCgroups bool
 	// SeccompProfileRoot holds Localhost seccomp profiles (the kubelet's
 	// <root-dir>/seccomp); SeccompDefault makes RuntimeDefault the profile
 	// of containers that set none (KubeletConfiguration seccompDefault).

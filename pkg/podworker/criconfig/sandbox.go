@@ -1,6 +1,7 @@
 package criconfig
 
 import (
+	"path"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ func SandboxConfig(pod *v1.Pod, node Node, attempt uint32) (*criv1.PodSandboxCon
 		}
 	}
 	cfg.Annotations[runtime.AnnotationSandboxHash] = runtime.HashSandbox(pod)
+	if node.FlatCgroups && node.CgroupRoot != "" {
+		cfg.Linux.CgroupParent = path.Clean(node.CgroupRoot)
+	}
 	return cfg, nil
 }
 

@@ -304,6 +304,10 @@ func TestSandboxConfigFields(t *testing.T) {
 			node:  func(n *Node) { n.CgroupRoot = "/" },
 			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.CgroupParent },
 			want:  "/kubepods/besteffort/pod0a1b2c"},
+		{name: "cgroupsPerQOS off: the node's root itself",
+			node:  func(n *Node) { n.CgroupRoot, n.FlatCgroups = "/agent/", true },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.CgroupParent },
+			want:  "/agent"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
