@@ -47,3 +47,19 @@ func TestQOS(t *testing.T) {
 		})
 	}
 }
+
+func TestLimitDefaults(t *testing.T) {
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+	pod := &v1.Pod{}
+	if got := LimitDefaults(pod, alloc); got.Memory().String() != "8Gi" {
+		t.Errorf("without pod-level limits: memory %s, want the allocatable", got.Memory())
+	}
+	pod.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}
+	got := LimitDefaults(pod, alloc)
+	if got.Memory().String() != "1Gi" || got.Cpu().String() != "4" || got.StorageEphemeral().String() != "100Gi" {
+		t.Errorf("with a pod-level memory limit: %v", got)
+	}
+	if alloc.Memory().String() != "8Gi" {
+		t.Error("the allocatable was changed")
+	}
+}

@@ -10,6 +10,8 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/kubectl/pkg/util/fieldpath"
 	kresource "k8s.io/kubectl/pkg/util/resource"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 const downwardAPIPluginName = "kubernetes.io/downward-api"
@@ -127,14 +129,15 @@ func joinPodIPs(ips []v1.PodIP) string {
 
 // containerResourceValue reads a container's request or limit in units of
 // the divisor (rounded up). An unset cpu, memory or ephemeral-storage
-// limit reads as the node's allocatable, as for the kubelet.
+// limit reads as the pod-level limit, else the node's allocatable, as for
+// the kubelet.
 func containerResourceValue(in downwardInputs, ref *v1.ResourceFieldSelector) (string, error) {
 	c := findPodContainer(in.pod, ref.ContainerName)
 	if c == nil {
 		return "", fmt.Errorf("container %s not found", ref.ContainerName)
 	}
 	c = c.DeepCopy()
-	mergeAllocatableLimits(c, in.allocatable)
+	mergeAllocatableLimits(c, podutil.LimitDefaults(in.pod, in.allocatable))
 	return kresource.ExtractContainerResourceValue(ref, c)
 }
 

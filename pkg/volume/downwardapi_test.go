@@ -81,6 +81,24 @@ func TestDownwardAPIPayload(t *testing.T) {
 	}
 }
 
+// A pod-level limit stands in for the container's unset one.
+func TestDownwardAPIPodLevelLimit(t *testing.T) {
+	pod := downwardPod()
+	pod.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+	in := downwardInputs{pod: pod, allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}}
+	payload, err := downwardAPIPayload([]v1.DownwardAPIVolumeFile{
+		resourceItem("cpu_limit", "app", "limits.cpu", ""), resourceItem("mem_limit_mi", "app", "limits.memory", "1Mi"),
+	}, in, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"cpu_limit": "2", "mem_limit_mi": "128"} {
+		if got := string(payload[path].Data); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+}
+
 func TestDownwardAPIErrorsAggregated(t *testing.T) {
 	in := downwardInputs{pod: downwardPod()}
 	items := []v1.DownwardAPIVolumeFile{

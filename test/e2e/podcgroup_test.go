@@ -41,7 +41,10 @@ spec:
   - name: c
     image: %s
     command: ["sh", "-c", %q]
-`, framework.BusyboxImage, script),
+    env:
+    - name: MEM_LIMIT
+      valueFrom: {resourceFieldRef: {resource: limits.memory}}
+`, framework.BusyboxImage, "echo envmem=$MEM_LIMIT; "+script),
 		"ovh.yaml": fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: ovh}
@@ -107,6 +110,14 @@ spec:
 		if got, want := waitLog(t, a, p, "c", 0, "hier="), "hier="+strconv.FormatInt(tc.inside, 10); got != want {
 			t.Errorf("%s: container sees %q, want %q", tc.pod, got, want)
 		}
+	}
+	// The downward API reads the container's unset limit as the pod's.
+	plr, err := a.Pod("plr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := waitLog(t, a, plr, "c", 0, "envmem="), "envmem="+strconv.Itoa(128<<20); got != want {
+		t.Errorf("plr: container env %q, want %q", got, want)
 	}
 	for name := range manifests {
 		if err := a.RemoveManifest(name); err != nil {

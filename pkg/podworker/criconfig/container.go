@@ -160,7 +160,7 @@ func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, node Node,
 		v, err := podFieldValue(pod, src.FieldRef.FieldPath, node, in)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, node.Allocatable)
+		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, podutil.LimitDefaults(pod, node.Allocatable))
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil:
 		return keyRefValue(src, pod.Namespace, in.EnvObjects)
@@ -226,7 +226,7 @@ func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelec
 	}
 	q, found := list[v1.ResourceName(name)]
 	if !found && kind == "limits" {
-		q, found = alloc[v1.ResourceName(name)] // limit defaults to node allocatable
+		q, found = alloc[v1.ResourceName(name)] // the pod-level limit, else node allocatable
 	}
 	if !found {
 		q = resource.Quantity{}

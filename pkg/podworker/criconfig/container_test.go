@@ -192,6 +192,27 @@ func TestMakeEnv(t *testing.T) {
 	}
 }
 
+// An unset container limit reads as the pod-level limit when there is
+// one, else as the node's allocatable.
+func TestMakeEnvPodLevelLimits(t *testing.T) {
+	pod := envPod()
+	pod.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}}
+	c := &pod.Spec.Containers[0]
+	c.Env = []v1.EnvVar{resEnv("SIDE_MEM_LIM_GI", "side", "limits.memory", "1Gi"), resEnv("SIDE_CPU_LIM", "side", "limits.cpu", ""),
+		resEnv("MEM_LIM_MI", "", "limits.memory", "1Mi")}
+	kvs, err := makeEnv(pod, c, envNode, envInputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range kvs {
+		got[kv.Key] = string(kv.Value)
+	}
+	if want := map[string]string{"SIDE_MEM_LIM_GI": "2", "SIDE_CPU_LIM": "4", "MEM_LIM_MI": "64"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("env %v, want %v", got, want)
+	}
+}
+
 func TestContainerConfig(t *testing.T) {
 	pod := envPod()
 	pod.Spec.TerminationGracePeriodSeconds = ptrTo(int64(45))
