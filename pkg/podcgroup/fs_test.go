@@ -231,4 +231,21 @@ func TestManagerWritesWhenNeeded(t *testing.T) {
 	if len(m.applied) != 0 {
 		t.Errorf("Forget left %v", m.applied)
 	}
+	// A cgroup that exists unknown to the manager (a restarted agent) is
+	// adopted as it is; a later change is written.
+	restarted := NewManager(root, Options{PidsLimit: 100})
+	write(t, memMax, "sentinel")
+	if err := restarted.Ensure(podName, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, memMax); got != "sentinel" {
+		t.Errorf("memory.max of an existing cgroup rewritten after a restart: %q", got)
+	}
+	pod.Spec.Containers[0].Resources.Limits = list("200m", "100Mi")
+	if err := restarted.Ensure(podName, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, memMax); got != "104857600" {
+		t.Errorf("memory.max = %q after a change, want 104857600", got)
+	}
 }

@@ -26,23 +26,31 @@ func NewManager(root string, opts Options) *Manager {
 
 // Ensure makes cgroup name (the pod's cgroup parent, as the sandbox
 // config names it) exist with pod's limits. It writes when the cgroup is
-// missing or its limits differ from the last ones written (a restarted
-// agent writes once again, the same values).
+// missing, as the kubelet's EnsureExists does, or when the limits differ
+// from the ones this manager wrote. A cgroup found existing with nothing
+// known about it (the agent restarted) is left as it is, as the kubelet
+// leaves it: rewriting a running pod's memory limit can fail (EBUSY) and
+// would then hold its sync up.
 func (m *Manager) Ensure(name string, pod *v1.Pod) error {
 	rc := ForPod(pod, m.opts)
 	m.mu.Lock()
-	last, ok := m.applied[name]
+	last, known := m.applied[name]
 	m.mu.Unlock()
-	if ok && reflect.DeepEqual(last, rc) && m.fs.Exists(name) {
+	if m.fs.Exists(name) && (!known || reflect.DeepEqual(last, rc)) {
+		m.remember(name, rc)
 		return nil
 	}
 	if err := m.fs.Apply(name, rc); err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", name, err)
 	}
+	m.remember(name, rc)
+	return nil
+}
+
+func (m *Manager) remember(name string, rc ResourceConfig) {
 	m.mu.Lock()
 	m.applied[name] = rc
 	m.mu.Unlock()
-	return nil
 }
 
 // Forget drops what Ensure wrote to name, once the cgroup is removed.
