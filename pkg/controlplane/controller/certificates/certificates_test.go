@@ -327,6 +327,9 @@ func TestApprovedRequestNotApprovedAgain(t *testing.T) {
 	csr.ResourceVersion = "1" // as stored
 	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{
 		Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "KubectlApprove",
+		// Approved just now: with no times the cleaner would see a request
+		// issued long ago and delete it once it has its certificate.
+		LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 	}}
 	f := start(t, withIP("n1", "192.0.2.10"), csr)
 	got, _ := f.waitIssued(t, "approved")
