@@ -48,6 +48,12 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		attempt = st.Sandboxes[0].Attempt
 	}
 	sbCfg, err := criconfig.SandboxConfig(pod, w.d.node, attempt)
+	var handler string
+	if err == nil && plan.CreateSandbox {
+		if handler, err = runtimeHandler(w.d.runtimeClasses, pod); err == nil {
+			err = w.checkUserNamespace(ctx, pod, handler)
+		}
+	}
 	if err != nil {
 		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
@@ -61,7 +67,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		podIPs = sb.IPs
 	}
 	if plan.CreateSandbox {
-		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
+		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg, handler); err != nil {
 			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("create sandbox: %w", err)
 		}
@@ -129,13 +135,11 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return g
 }
 
-func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
+// createSandbox runs the pod's sandbox with the CRI runtime handler of its
+// RuntimeClass ("" for the runtime's default).
+func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig, handler string) (string, []string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
-	}
-	handler, err := runtimeHandler(w.d.runtimeClasses, pod)
-	if err != nil {
-		return "", nil, err
 	}
 	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
@@ -403,4 +407,21 @@ func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkUserNamespace refuses a sandbox for a pod with hostUsers: false, as
+// the kubelet's user namespace manager does when it builds the sandbox's
+// namespace options (userNamespaceError).
+func (w *worker) checkUserNamespace(ctx context.Context, pod *v1.Pod, handler string) error {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return nil
+	}
+	var f RuntimeFeatures
+	if w.d.features != nil {
+		var err error
+		if f, err = w.d.features(ctx); err != nil {
+			return err
+		}
+	}
+	return userNamespaceError(pod, handler, f)
 }
