@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -172,6 +173,9 @@ type startTarget struct {
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
 	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox, t.pullSecrets)
+	if err == nil {
+		t.volumes, err = w.withImageVolumes(ctx, pod, c, t)
+	}
 	if err != nil {
 		var pe *pullError
 		if errors.As(err, &pe) {
@@ -198,14 +202,16 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		if errors.As(err, &ce) {
 			reason = "CreateContainerConfigError"
 		}
-		w.setWaiting(c.Name, Waiting{reason, err.Error()})
-		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		msg := runtimeMessage(err)
+		w.setWaiting(c.Name, Waiting{reason, msg})
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return
 	}
 	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := w.d.runtime.StartContainer(ctx, id); err != nil {
-		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
-		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		msg := runtimeMessage(err)
+		w.setWaiting(c.Name, Waiting{"RunContainerError", msg})
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return
 	}
 	w.clearWaiting(c.Name)
@@ -424,4 +430,15 @@ func (w *worker) checkUserNamespace(ctx context.Context, pod *v1.Pod, handler st
 		}
 	}
 	return userNamespaceError(pod, handler, f)
+}
+
+// runtimeMessage is what the kubelet shows of a failed CRI call: the gRPC
+// status message alone (grpcstatus.FromError(err).Message()), without the
+// call's wrapping; other errors (the agent's own) as they are.
+func runtimeMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
 }

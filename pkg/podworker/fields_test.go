@@ -35,7 +35,7 @@ var podFields = map[string]struct {
 	use   fieldUse
 	where string
 }{
-	"PodSpec.volumes":                       {handled, "pkg/volume, criconfig/mounts.go"},
+	"PodSpec.volumes":                       {handled, "pkg/volume, criconfig/mounts.go; image volumes: imagevolumes.go pulls, the CRI mounts (containerd 1.6 fails the container)"},
 	"PodSpec.initContainers":                {handled, "plan.go, sidecars.go"},
 	"PodSpec.containers":                    {handled, "plan.go, execute.go"},
 	"PodSpec.ephemeralContainers":           {handled, "ephemeral.go"},

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -170,4 +171,41 @@ func sandboxesOf(t *testing.T, uid string) []*criv1.PodSandbox {
 		t.Fatal(err)
 	}
 	return sbs
+}
+
+// An image volume goes to the runtime as a CRI image mount, as the kubelet
+// sends it; containerd 1.6 does not know image mounts and fails the
+// container's creation, which the pod shows (CreateContainerError) instead
+// of waiting for a volume that never comes.
+func TestImageVolumeOnOldRuntime(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("imgvol.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: imgvol}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes: [{name: img, image: {reference: "`+framework.BusyboxImage+`", pullPolicy: IfNotPresent}}]
+  containers:
+  - name: c
+    image: `+framework.BusyboxImage+`
+    command: ["sleep", "3600"]
+    volumeMounts: [{name: img, mountPath: /img}]
+`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.WaitPod("imgvol", podTimeout, func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerError"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// containerd 1.6 treats the mount as a bind of host path "".
+	w := p.Status.ContainerStatuses[0].State.Waiting
+	if !strings.HasPrefix(w.Message, "failed to generate container ") || !strings.HasSuffix(w.Message, `spec: failed to generate spec: failed to mkdir "": mkdir : no such file or directory`) {
+		t.Errorf("waiting message %q, want containerd's own", w.Message)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
 }
