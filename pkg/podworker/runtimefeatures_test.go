@@ -114,3 +114,14 @@ func TestManagerRefusesWithoutRuntimeFeatures(t *testing.T) {
 		t.Errorf("sandboxes created: %d, want none", len(h.rt.Sandboxes))
 	}
 }
+
+// The container's user is reported only as the runtime reports it.
+func TestContainerUser(t *testing.T) {
+	if containerUser(nil) != nil {
+		t.Error("no user from the runtime: want none reported")
+	}
+	got := containerUser(&criv1.ContainerUser{Linux: &criv1.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}})
+	if l := got.Linux; l == nil || l.UID != 1000 || l.GID != 3000 || len(l.SupplementalGroups) != 2 || l.SupplementalGroups[1] != 4000 {
+		t.Errorf("user = %+v", got)
+	}
+}

@@ -123,6 +123,7 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		cs.RestartCount = int32(rt.RestartCount)
 		cs.ContainerID = containerID(in, rt.ID)
 		cs.ImageID = rt.ImageRef
+		cs.User = containerUser(rt.User)
 		if prev := in.Runtime.Previous(c.Name); prev != nil && prev.State == criv1.ContainerState_CONTAINER_EXITED {
 			cs.LastTerminationState = runtimeState(in, c, prev)
 		}
@@ -150,6 +151,19 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		cs.Ready = succeeded(rt)
 	}
 	return cs
+}
+
+// containerUser is the kubelet's convertContainerUser: the identity the
+// runtime reports, nil when it reports none.
+func containerUser(u *criv1.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &v1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+	}
+	return out
 }
 
 func containerID(in StatusInput, id string) string {
