@@ -316,9 +316,11 @@ func (m *Manager) admittedPodsLocked() []*v1.Pod {
 // before the pod was bound may not have reached the watch yet.
 func (m *Manager) admitLocked(ctx context.Context, pod *v1.Pod, node NodeInfo) AdmitResult {
 	admitted := m.admittedPodsLocked()
+	node.SupplementalGroupsPolicy = m.supplementalGroupsPolicySupported(ctx, pod)
 	reasons := admissionFailures(pod, admitted, node)
 	if len(reasons) == 1 && reasons[0].Reason == predicateNodeAffinity && m.cfg.Node != nil {
 		if fresh, err := m.apiNodeInfo(ctx, true); err == nil {
+			fresh.SupplementalGroupsPolicy = node.SupplementalGroupsPolicy
 			reasons = admissionFailures(pod, admitted, fresh)
 		} else {
 			m.log.Warn("admission: read the node from the API server", "err", err)
@@ -338,18 +340,21 @@ func (m *Manager) nodeInfo(ctx context.Context) NodeInfo {
 		}
 		m.log.Warn("admission: node object unavailable; using the local labels and taints", "err", err)
 	}
-	return m.localNodeInfo(ctx)
+	return m.localNodeInfo()
 }
 
-func (m *Manager) localNodeInfo(ctx context.Context) NodeInfo {
-	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Taints: m.cfg.NodeTaints, Allocatable: m.cfg.Allocatable,
-		SupplementalGroupsPolicy: m.supplementalGroupsPolicySupported(ctx)}
+func (m *Manager) localNodeInfo() NodeInfo {
+	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Taints: m.cfg.NodeTaints, Allocatable: m.cfg.Allocatable}
 }
 
 // supplementalGroupsPolicySupported is what the kubelet publishes as the
-// Node's status.features.supplementalGroupsPolicy, read from the runtime:
-// a runtime that does not answer supports nothing yet.
-func (m *Manager) supplementalGroupsPolicySupported(ctx context.Context) bool {
+// Node's status.features.supplementalGroupsPolicy, read from the runtime
+// only for a pod that asks for Strict (the answer matters to no other): a
+// runtime that does not answer supports nothing yet.
+func (m *Manager) supplementalGroupsPolicySupported(ctx context.Context, pod *v1.Pod) bool {
+	if _, ok := checkSupplementalGroupsPolicy(pod, false); ok {
+		return false // not Strict: admitted whatever the runtime supports
+	}
 	f, err := m.features.get(ctx)
 	if err != nil {
 		m.log.Warn("admission: runtime features unknown; supplementalGroupsPolicy Strict is not supported", "err", err)
@@ -366,7 +371,7 @@ func (m *Manager) apiNodeInfo(ctx context.Context, fresh bool) (NodeInfo, error)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
 	}
-	info := m.localNodeInfo(ctx)
+	info := m.localNodeInfo()
 	info.Labels, info.Taints = node.Labels, node.Spec.Taints
 	return info, nil
 }

@@ -343,7 +343,7 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			case !r.Admit:
 			case podutil.IsStatic(p):
 				// the checks preemption could not help only: no node needed
-				r = AdmitPod(p, nil, NodeInfo{SupplementalGroupsPolicy: m.supplementalGroupsPolicySupported(ctx)})
+				r = AdmitPod(p, nil, NodeInfo{SupplementalGroupsPolicy: m.supplementalGroupsPolicySupported(ctx, p)})
 			default:
 				if node == nil {
 					info := m.nodeInfo(ctx)
