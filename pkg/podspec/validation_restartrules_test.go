@@ -81,3 +81,22 @@ func TestValidateRestartRules(t *testing.T) {
 		})
 	}
 }
+
+// hostUsers: false excludes the host's namespaces and block devices, with
+// upstream's message (validateHostUsers).
+func TestValidateHostUsersFalse(t *testing.T) {
+	pod := basePod()
+	no := false
+	pod.Spec.HostUsers, pod.Spec.HostPID = &no, true
+	pod.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvda"}}
+	var got []string
+	for _, e := range Validate(pod) {
+		if e.Detail == "when `hostUsers` is false" {
+			got = append(got, e.Type.String()+": "+e.Field)
+		}
+	}
+	want := []string{"Forbidden: spec.HostPID", "Forbidden: spec.containers[0].volumeDevices"}
+	if !slices.Equal(got, want) {
+		t.Errorf("hostUsers errors %q, want %q", got, want)
+	}
+}
