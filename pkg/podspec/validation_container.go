@@ -55,9 +55,7 @@ func validateContainers(containers []v1.Container, ctx podContext, fldPath *fiel
 		}
 		names.Insert(c.Name)
 		allErrs = append(allErrs, validateLifecycleAndProbes(c, ctx.gracePeriod, p)...)
-		if c.RestartPolicy != nil {
-			allErrs = append(allErrs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
+		allErrs = append(allErrs, validateContainerRestartPolicy(c.RestartPolicy, c.RestartPolicyRules, p)...)
 	}
 	// App containers run together, so their host ports must not collide.
 	return append(allErrs, checkHostPortConflicts(containers, fldPath)...)
@@ -72,13 +70,8 @@ func validateInitContainers(inits, regular []v1.Container, ctx podContext, fldPa
 	for i := range inits {
 		c, p := &inits[i], fldPath.Index(i)
 		allErrs = append(allErrs, validateContainerCommon(c, ctx, p)...)
-		sidecar := false
-		if rp := c.RestartPolicy; rp != nil {
-			sidecar = *rp == v1.ContainerRestartPolicyAlways
-			if !sidecar {
-				allErrs = append(allErrs, field.NotSupported(p.Child("restartPolicy"), *rp, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-			}
-		}
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		allErrs = append(allErrs, validateInitContainerRestartPolicy(c.RestartPolicy, c.RestartPolicyRules, p)...)
 		if names.Has(c.Name) {
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
 		} else if c.Name != "" {
@@ -144,6 +137,76 @@ func validateEphemeralContainers(spec *v1.PodSpec, ctx podContext, fldPath *fiel
 		}
 	}
 	return allErrs
+}
+
+// Container restart rules (KEP-5307, ContainerRestartRules on by default).
+// RestartAllContainers is an action only with the alpha
+// RestartAllContainersOnContainerExits gate, which this API server leaves
+// off (as upstream's default before it went beta), so only Restart is
+// accepted, and a sidecar takes no rules.
+const (
+	maxRestartPolicyRules   = 20
+	maxRestartRuleExitCodes = 255
+)
+
+var (
+	supportedContainerRestartPolicies = sets.New(v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure)
+	supportedRestartRuleActions       = sets.New(v1.ContainerRestartRuleActionRestart)
+	supportedRestartRuleOperators     = sets.New(v1.ContainerRestartRuleOnExitCodesOpIn, v1.ContainerRestartRuleOnExitCodesOpNotIn)
+)
+
+// validateContainerRestartPolicy checks a container's own restartPolicy
+// and its rules, for app containers and init containers that are no
+// sidecars.
+func validateContainerRestartPolicy(policy *v1.ContainerRestartPolicy, rules []v1.ContainerRestartRule, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case policy == nil && len(rules) == 0:
+		return nil
+	case policy == nil:
+		allErrs = append(allErrs, field.Required(p.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+	case !supportedContainerRestartPolicies.Has(*policy):
+		allErrs = append(allErrs, field.NotSupported(p.Child("restartPolicy"), *policy, sets.List(supportedContainerRestartPolicies)))
+	}
+	rulesPath := p.Child("restartPolicyRules")
+	if len(rules) > maxRestartPolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, len(rules), maxRestartPolicyRules))
+	}
+	for i, r := range rules {
+		rp := rulesPath.Index(i)
+		if !supportedRestartRuleActions.Has(r.Action) {
+			allErrs = append(allErrs, field.NotSupported(rp.Child("action"), r.Action, sets.List(supportedRestartRuleActions)))
+		}
+		if r.ExitCodes == nil {
+			allErrs = append(allErrs, field.Required(rp.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		ep := rp.Child("exitCodes")
+		if !supportedRestartRuleOperators.Has(r.ExitCodes.Operator) {
+			allErrs = append(allErrs, field.NotSupported(ep.Child("operator"), r.ExitCodes.Operator, sets.List(supportedRestartRuleOperators)))
+		}
+		if len(r.ExitCodes.Values) > maxRestartRuleExitCodes {
+			allErrs = append(allErrs, field.TooMany(ep.Child("values"), len(r.ExitCodes.Values), maxRestartRuleExitCodes))
+		}
+	}
+	return allErrs
+}
+
+// validateInitContainerRestartPolicy: Always makes a sidecar, which takes no
+// rules; Never and OnFailure override the pod's policy for this init
+// container.
+func validateInitContainerRestartPolicy(policy *v1.ContainerRestartPolicy, rules []v1.ContainerRestartRule, p *field.Path) field.ErrorList {
+	switch {
+	case policy == nil && len(rules) > 0:
+		return field.ErrorList{field.Required(p.Child("restartPolicy"), "must specify restartPolicy when restart rules are used")}
+	case policy == nil:
+		return nil
+	case *policy == v1.ContainerRestartPolicyAlways && len(rules) > 0:
+		return field.ErrorList{field.Forbidden(p.Child("restartPolicyRules"), "restartPolicyRules are not allowed for init containers with restart policy Always")}
+	case *policy == v1.ContainerRestartPolicyAlways:
+		return nil
+	}
+	return validateContainerRestartPolicy(policy, rules, p)
 }
 
 // setField names a field and says whether it is set.

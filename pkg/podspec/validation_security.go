@@ -25,12 +25,28 @@ var (
 func validatePodSecurity(spec *v1.PodSpec, specPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if spec.HostUsers != nil && !*spec.HostUsers {
-		// User namespaces cannot be combined with the host's other namespaces.
-		// (Upstream spells the last two paths this way.)
-		const msg = "when `pod.Spec.HostUsers` is false"
+		// User namespaces cannot be combined with the host's other namespaces
+		// (upstream spells the last two paths this way; hostNetwork only with
+		// the alpha UserNamespacesHostNetworkSupport gate), nor with block
+		// devices, which are neither idmapped nor chowned.
+		const msg = "when `hostUsers` is false"
 		for _, f := range []setField{{"hostNetwork", spec.HostNetwork}, {"HostPID", spec.HostPID}, {"HostIPC", spec.HostIPC}} {
 			if f.set {
 				allErrs = append(allErrs, field.Forbidden(specPath.Child(f.name), msg))
+			}
+		}
+		visit := func(list []v1.Container, name string) {
+			for i := range list {
+				if len(list[i].VolumeDevices) > 0 {
+					allErrs = append(allErrs, field.Forbidden(specPath.Child(name).Index(i).Child("volumeDevices"), msg))
+				}
+			}
+		}
+		visit(spec.InitContainers, "initContainers")
+		visit(spec.Containers, "containers")
+		for i := range spec.EphemeralContainers {
+			if len(spec.EphemeralContainers[i].VolumeDevices) > 0 {
+				allErrs = append(allErrs, field.Forbidden(specPath.Child("ephemeralContainers").Index(i).Child("volumeDevices"), msg))
 			}
 		}
 	}

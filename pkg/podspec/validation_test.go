@@ -256,7 +256,7 @@ func TestValidateMetadata(t *testing.T) {
 }
 
 func TestValidateContainers(t *testing.T) {
-	always, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever
+	always := v1.ContainerRestartPolicyAlways
 	runValidationCases(t, []validationCase{
 		{"no containers", func(p *v1.Pod) { p.Spec.Containers = nil }, expectErrs(required("spec.containers"))},
 		{"name missing", func(p *v1.Pod) { p.Spec.Containers[0].Name = "" }, expectErrs(required(c0("name")))},
@@ -278,11 +278,6 @@ func TestValidateContainers(t *testing.T) {
 			expectErrs(unsupported(c0("terminationMessagePolicy")))},
 		{"pod restartPolicy unknown", func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, expectErrs(unsupported("spec.restartPolicy"))},
 		{"pod restartPolicy empty", func(p *v1.Pod) { p.Spec.RestartPolicy = "" }, expectErrs(required("spec.restartPolicy"))},
-		{"app container restartPolicy", func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = &always }, expectErrs(forbidden(c0("restartPolicy")))},
-		{"init container restartPolicy other than Always", func(p *v1.Pod) {
-			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "x", RestartPolicy: &never}}
-			SetDefaults(p)
-		}, expectErrs(unsupported("spec.initContainers[0].restartPolicy"))},
 		{"probe on a plain init container", func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "x",
 				LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}}

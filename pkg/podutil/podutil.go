@@ -56,3 +56,69 @@ func IsKubeletCondition(t v1.PodConditionType) bool {
 	}
 	return false
 }
+
+// ContainerShouldRestart says whether a container that exited with
+// exitCode is restarted (upstream's podutil.ContainerShouldRestart,
+// KEP-5307): with a container-level restartPolicy, its restartPolicyRules
+// are evaluated in order and the first match decides (action Restart:
+// restart); no match falls back to the container's restartPolicy. Without
+// one (or without the container: nil), the pod's restartPolicy decides.
+func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
+	if c != nil && c.RestartPolicy != nil {
+		if rule, ok := matchRestartRule(c.RestartPolicyRules, exitCode); ok && rule.Action == v1.ContainerRestartRuleActionRestart {
+			return true
+		}
+		switch *c.RestartPolicy {
+		case v1.ContainerRestartPolicyAlways:
+			return true
+		case v1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case v1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch spec.RestartPolicy {
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	case v1.RestartPolicyNever:
+		return false
+	}
+	return true // Always, and the default
+}
+
+// RestartsWithoutExitCode says whether a container is restarted when there
+// is no exit code to judge it by (killed for a failed liveness or startup
+// probe, or in an unknown state): the rules need one, so only the
+// container's restartPolicy, else the pod's, counts, as in upstream's
+// computePodActions and computeInitContainerActions.
+func RestartsWithoutExitCode(c *v1.Container, spec *v1.PodSpec) bool {
+	if c.RestartPolicy != nil {
+		return *c.RestartPolicy != v1.ContainerRestartPolicyNever
+	}
+	return spec.RestartPolicy != v1.RestartPolicyNever
+}
+
+// matchRestartRule returns the first rule whose exitCodes requirement the
+// exit code satisfies; a rule with an unknown operator never matches.
+func matchRestartRule(rules []v1.ContainerRestartRule, exitCode int32) (v1.ContainerRestartRule, bool) {
+	for _, r := range rules {
+		if r.ExitCodes == nil {
+			continue
+		}
+		in := false
+		for _, v := range r.ExitCodes.Values {
+			in = in || v == exitCode
+		}
+		switch r.ExitCodes.Operator {
+		case v1.ContainerRestartRuleOnExitCodesOpIn:
+			if in {
+				return r, true
+			}
+		case v1.ContainerRestartRuleOnExitCodesOpNotIn:
+			if !in {
+				return r, true
+			}
+		}
+	}
+	return v1.ContainerRestartRule{}, false
+}

@@ -66,6 +66,9 @@ type NodeInfo struct {
 	Labels      map[string]string
 	Taints      []v1.Taint
 	Allocatable v1.ResourceList
+	// SupplementalGroupsPolicy is the node's
+	// status.features.supplementalGroupsPolicy: the runtime honours Strict.
+	SupplementalGroupsPolicy bool
 }
 
 // nodeGetTimeout bounds a read of the Node object during admission, which
@@ -180,9 +183,11 @@ func toleratesNoExecute(pod *v1.Pod, taints []v1.Taint) bool {
 
 // AdmitPod runs the kubelet's general filter on a new pod against the
 // admitted, non-terminal pods and returns the first failure, as upstream
-// does. File-source (static) pods are checked for their OS only: upstream
-// runs the OS checks on every pod, and the rest would be resolved for a
-// static (critical) pod by evicting others, which the agent does not do.
+// does. File-source (static) pods are checked for their OS and
+// supplementalGroupsPolicy only: upstream runs those checks, which
+// preemption could not help, on every pod, and the rest would be resolved
+// for a static (critical) pod by evicting others, which the agent does not
+// do.
 func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
 	return firstFailure(admissionFailures(pod, admitted, node))
 }
@@ -191,6 +196,9 @@ func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
 // mismatch is the only one reported, as upstream returns on it at once.
 func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
 	if r, ok := checkPodOS(pod, goruntime.GOOS); !ok {
+		return []AdmitResult{r}
+	}
+	if r, ok := checkSupplementalGroupsPolicy(pod, node.SupplementalGroupsPolicy); !ok {
 		return []AdmitResult{r}
 	}
 	if podutil.IsStatic(pod) {
@@ -308,9 +316,11 @@ func (m *Manager) admittedPodsLocked() []*v1.Pod {
 // before the pod was bound may not have reached the watch yet.
 func (m *Manager) admitLocked(ctx context.Context, pod *v1.Pod, node NodeInfo) AdmitResult {
 	admitted := m.admittedPodsLocked()
+	node.SupplementalGroupsPolicy = m.supplementalGroupsPolicySupported(ctx, pod)
 	reasons := admissionFailures(pod, admitted, node)
 	if len(reasons) == 1 && reasons[0].Reason == predicateNodeAffinity && m.cfg.Node != nil {
 		if fresh, err := m.apiNodeInfo(ctx, true); err == nil {
+			fresh.SupplementalGroupsPolicy = node.SupplementalGroupsPolicy
 			reasons = admissionFailures(pod, admitted, fresh)
 		} else {
 			m.log.Warn("admission: read the node from the API server", "err", err)
@@ -335,6 +345,21 @@ func (m *Manager) nodeInfo(ctx context.Context) NodeInfo {
 
 func (m *Manager) localNodeInfo() NodeInfo {
 	return NodeInfo{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels, Taints: m.cfg.NodeTaints, Allocatable: m.cfg.Allocatable}
+}
+
+// supplementalGroupsPolicySupported is what the kubelet publishes as the
+// Node's status.features.supplementalGroupsPolicy, read from the runtime
+// only for a pod that asks for Strict (the answer matters to no other): a
+// runtime that does not answer supports nothing yet.
+func (m *Manager) supplementalGroupsPolicySupported(ctx context.Context, pod *v1.Pod) bool {
+	if _, ok := checkSupplementalGroupsPolicy(pod, false); ok {
+		return false // not Strict: admitted whatever the runtime supports
+	}
+	f, err := m.features.get(ctx)
+	if err != nil {
+		m.log.Warn("admission: runtime features unknown; supplementalGroupsPolicy Strict is not supported", "err", err)
+	}
+	return f.SupplementalGroupsPolicy
 }
 
 // apiNodeInfo takes labels and taints from the Node object; allocatable
@@ -452,4 +477,45 @@ func appArmorContainers(pod *v1.Pod) []v1.Container {
 		out = append(out, v1.Container(ec.EphemeralContainerCommon))
 	}
 	return out
+}
+
+// The predicate admit handler's supplementalGroupsPolicy check (beta since
+// v1.33: a Strict pod on a node whose runtime cannot honour it is rejected
+// instead of silently merged).
+const reasonSupplementalGroupsPolicyNotSupported = "SupplementalGroupsPolicyNotSupported"
+
+// checkSupplementalGroupsPolicy is upstream's
+// rejectPodAdmissionBasedOnSupplementalGroupsPolicy: only a pod that sets
+// the field to Strict needs the runtime's support (node.status.features).
+func checkSupplementalGroupsPolicy(pod *v1.Pod, supported bool) (AdmitResult, bool) {
+	psc := pod.Spec.SecurityContext
+	if psc == nil || psc.SupplementalGroupsPolicy == nil || *psc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyStrict || supported {
+		return AdmitResult{}, true
+	}
+	return AdmitResult{Reason: reasonSupplementalGroupsPolicyNotSupported,
+		Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)}, false
+}
+
+// userNamespaceError is why a pod with hostUsers: false gets no sandbox,
+// nil when it asks for no user namespace. Upstream's user namespace
+// manager (GetOrCreateUserNamespaceMappings, through the kubelet's
+// HandlerSupportsUserNamespaces) refuses when the runtime does not report
+// the pod's handler, as containerd 1.6 reports none, or reports it without
+// support; the error fails sandbox creation (FailedCreatePodSandBox) on
+// every sync, so the pod never runs, least of all in the host's user
+// namespace. Where the handler does support them the kubelet gives the pod
+// a 65536-ID range of its own; this agent allocates none yet and refuses
+// those pods too rather than run them without one.
+func userNamespaceError(pod *v1.Pod, handler string, f RuntimeFeatures) error {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return nil
+	}
+	supported, known := f.UserNamespaces[handler]
+	switch {
+	case !known:
+		return fmt.Errorf("the handler %q is not known", handler)
+	case !supported:
+		return fmt.Errorf("RuntimeClass handler %q does not support user namespaces", handler)
+	}
+	return fmt.Errorf("RuntimeClass handler %q supports user namespaces, but this node agent does not allocate user namespace mappings yet", handler)
 }

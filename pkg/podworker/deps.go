@@ -53,10 +53,13 @@ type deps struct {
 	// runtimeClasses resolves runtimeClassName to the sandbox's CRI
 	// handler (nil: standalone).
 	runtimeClasses RuntimeClassGetter
-	runtimeName    string
-	rootDir        string
-	retryPeriod    time.Duration
-	resyncPeriod   time.Duration
+	// features reads the runtime's announced features (CRI Status).
+	features func(ctx context.Context) (RuntimeFeatures, error)
+
+	runtimeName  string
+	rootDir      string
+	retryPeriod  time.Duration
+	resyncPeriod time.Duration
 }
 
 // imageInspector reads an image's status (runAsNonRoot needs its user).
@@ -110,7 +113,7 @@ func (m *Manager) workerDeps() deps {
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
-		runtimeClasses: m.cfg.RuntimeClasses, runtimeName: m.cfg.RuntimeName,
+		runtimeClasses: m.cfg.RuntimeClasses, features: m.features.get, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
 	}
 }

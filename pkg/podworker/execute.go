@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -48,6 +49,12 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		attempt = st.Sandboxes[0].Attempt
 	}
 	sbCfg, err := criconfig.SandboxConfig(pod, w.d.node, attempt)
+	var handler string
+	if err == nil && plan.CreateSandbox {
+		if handler, err = runtimeHandler(w.d.runtimeClasses, pod); err == nil {
+			err = w.checkUserNamespace(ctx, pod, handler)
+		}
+	}
 	if err != nil {
 		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
@@ -61,7 +68,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		podIPs = sb.IPs
 	}
 	if plan.CreateSandbox {
-		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg); err != nil {
+		if sandboxID, podIPs, err = w.createSandbox(ctx, pod, sbCfg, handler); err != nil {
 			w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("create sandbox: %w", err)
 		}
@@ -129,13 +136,11 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return g
 }
 
-func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig) (string, []string, error) {
+// createSandbox runs the pod's sandbox with the CRI runtime handler of its
+// RuntimeClass ("" for the runtime's default).
+func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodSandboxConfig, handler string) (string, []string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
-	}
-	handler, err := runtimeHandler(w.d.runtimeClasses, pod)
-	if err != nil {
-		return "", nil, err
 	}
 	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
@@ -168,6 +173,9 @@ type startTarget struct {
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
 	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox, t.pullSecrets)
+	if err == nil {
+		t.volumes, err = w.withImageVolumes(ctx, pod, c, t)
+	}
 	if err != nil {
 		var pe *pullError
 		if errors.As(err, &pe) {
@@ -194,14 +202,16 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		if errors.As(err, &ce) {
 			reason = "CreateContainerConfigError"
 		}
-		w.setWaiting(c.Name, Waiting{reason, err.Error()})
-		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		msg := runtimeMessage(err)
+		w.setWaiting(c.Name, Waiting{reason, msg})
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return
 	}
 	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := w.d.runtime.StartContainer(ctx, id); err != nil {
-		w.setWaiting(c.Name, Waiting{"RunContainerError", err.Error()})
-		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %v", err)
+		msg := runtimeMessage(err)
+		w.setWaiting(c.Name, Waiting{"RunContainerError", msg})
+		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return
 	}
 	w.clearWaiting(c.Name)
@@ -403,4 +413,32 @@ func (w *worker) killPod(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkUserNamespace refuses a sandbox for a pod with hostUsers: false, as
+// the kubelet's user namespace manager does when it builds the sandbox's
+// namespace options (userNamespaceError).
+func (w *worker) checkUserNamespace(ctx context.Context, pod *v1.Pod, handler string) error {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return nil
+	}
+	var f RuntimeFeatures
+	if w.d.features != nil {
+		var err error
+		if f, err = w.d.features(ctx); err != nil {
+			return err
+		}
+	}
+	return userNamespaceError(pod, handler, f)
+}
+
+// runtimeMessage is what the kubelet shows of a failed CRI call: the gRPC
+// status message alone (grpcstatus.FromError(err).Message()), without the
+// call's wrapping; other errors (the agent's own) as they are.
+func runtimeMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
 }

@@ -163,6 +163,9 @@ type Manager struct {
 	wg       sync.WaitGroup
 	// appArmorErr is why the host cannot enforce AppArmor, nil if it can.
 	appArmorErr error
+	// features are the runtime's (CRI Status): admission's
+	// supplementalGroupsPolicy check and the workers' user namespaces.
+	features *featureCache
 }
 
 // New checks the configuration and builds a manager.
@@ -217,6 +220,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.appArmorErr = appArmorHostError(cfg.AppArmorEnabled)
 	m.cgroups = newPodCgroups(cfg)
+	m.features = &featureCache{rt: cfg.Runtime}
 	m.hooks = &lifecycle.Runner{Exec: execer(cfg.Runtime)}
 	m.puller = &puller{
 		images:  cfg.Images,
@@ -338,7 +342,8 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			switch {
 			case !r.Admit:
 			case podutil.IsStatic(p):
-				r = AdmitPod(p, nil, NodeInfo{}) // the OS checks only: no node needed
+				// the checks preemption could not help only: no node needed
+				r = AdmitPod(p, nil, NodeInfo{SupplementalGroupsPolicy: m.supplementalGroupsPolicySupported(ctx, p)})
 			default:
 				if node == nil {
 					info := m.nodeInfo(ctx)

@@ -38,7 +38,8 @@ type Plan struct {
 	ContainersToKill map[string]KillReason
 	// BackingOff maps a container name to the back-off it is waiting out.
 	BackingOff map[string]time.Duration
-	// InitFailed is set when an init container failed under restartPolicy Never.
+	// InitFailed is set when an init container failed and is not restarted
+	// (its restartPolicy and rules, else the pod's, say so).
 	InitFailed bool
 }
 
@@ -135,7 +136,7 @@ func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 			if cs != nil && cs.State == criv1.ContainerState_CONTAINER_UNKNOWN {
 				p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: "Container is in unknown state, try killing it before removal"}
 			}
-			if !shouldStart(pod.Spec.RestartPolicy, cs) {
+			if !shouldStart(pod, c, cs) {
 				continue
 			}
 			if d, waiting := inBackoff(pod, c, cs, bo); waiting {
@@ -145,7 +146,7 @@ func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 			p.ContainersToStart = append(p.ContainersToStart, i)
 			continue
 		}
-		if k, restart, stop := checkRunning(c, cs, pod.Spec.RestartPolicy != v1.RestartPolicyNever, probes); stop {
+		if k, restart, stop := checkRunning(c, cs, podutil.RestartsWithoutExitCode(c, &pod.Spec), probes); stop {
 			p.ContainersToKill[cs.ID] = k
 			if restart {
 				p.ContainersToStart = append(p.ContainersToStart, i)
@@ -301,7 +302,12 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes Prob
 			continue
 		case running:
 			return p // wait for it to finish
-		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_UNKNOWN && !podutil.RestartsWithoutExitCode(c, &pod.Spec):
+			p.InitFailed, p.KillPod = true, true
+			return p
+		case cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && !podutil.ContainerShouldRestart(c, &pod.Spec, cs.ExitCode):
+			// Failed for good: its own restartPolicy and rules (KEP-5307),
+			// else the pod's, say it does not run again.
 			p.InitFailed, p.KillPod = true, true
 			return p
 		}
@@ -319,18 +325,14 @@ func succeeded(cs *runtime.ContainerStatus) bool {
 	return cs != nil && cs.State == criv1.ContainerState_CONTAINER_EXITED && cs.ExitCode == 0
 }
 
-// shouldStart applies the restart policy to a container that is not running.
-func shouldStart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {
+// shouldStart applies the restart policy to a container that is not
+// running: the container's own restartPolicy and restartPolicyRules on its
+// exit code, else the pod's (upstream's ShouldContainerBeRestarted).
+func shouldStart(pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus) bool {
 	if cs == nil || cs.State != criv1.ContainerState_CONTAINER_EXITED {
 		return true // never ran (or never got past creation)
 	}
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return cs.ExitCode != 0
-	}
-	return true
+	return podutil.ContainerShouldRestart(c, &pod.Spec, cs.ExitCode)
 }
 
 // inBackoff reports whether restarting an exited container must wait.

@@ -71,27 +71,27 @@ func TestRuntimeHandler(t *testing.T) {
 	}
 }
 
-// classEvents keeps each event as "reason: message".
-type classEvents struct {
+// reasonEvents keeps each event as "reason: message".
+type reasonEvents struct {
 	mu     sync.Mutex
 	events []string
 }
 
-func (r *classEvents) Eventf(_ apiruntime.Object, _, reason, format string, args ...interface{}) {
+func (r *reasonEvents) Eventf(_ apiruntime.Object, _, reason, format string, args ...interface{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, reason+": "+fmt.Sprintf(format, args...))
 }
 
-func (r *classEvents) has(e string) (bool, string) {
+func (r *reasonEvents) has(e string) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Contains(r.events, e), strings.Join(r.events, "; ")
 }
 
-func startClassManager(t *testing.T, classes RuntimeClassGetter) (*harness, *classEvents) {
+func startClassManager(t *testing.T, classes RuntimeClassGetter) (*harness, *reasonEvents) {
 	t.Helper()
-	rec := &classEvents{}
+	rec := &reasonEvents{}
 	h := &harness{rt: critest.NewFakeRuntimeService(), img: critest.NewFakeImageService(), pods: make(chan []*v1.Pod),
 		logsDir: t.TempDir(), rootDir: t.TempDir()}
 	m, err := New(Config{

@@ -123,6 +123,7 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		cs.RestartCount = int32(rt.RestartCount)
 		cs.ContainerID = containerID(in, rt.ID)
 		cs.ImageID = rt.ImageRef
+		cs.User = containerUser(rt.User)
 		if prev := in.Runtime.Previous(c.Name); prev != nil && prev.State == criv1.ContainerState_CONTAINER_EXITED {
 			cs.LastTerminationState = runtimeState(in, c, prev)
 		}
@@ -150,6 +151,19 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		cs.Ready = succeeded(rt)
 	}
 	return cs
+}
+
+// containerUser is the kubelet's convertContainerUser: the identity the
+// runtime reports, nil when it reports none.
+func containerUser(u *criv1.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &v1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+	}
+	return out
 }
 
 func containerID(in StatusInput, id string) string {
@@ -194,72 +208,78 @@ func runtimeState(in StatusInput, c *v1.Container, rt *runtime.ContainerStatus) 
 	}}
 }
 
-// podPhase follows the kubelet's getPhase. An initialized pod's init
-// containers no longer count (their records may be gone).
+// podPhase follows the kubelet's getPhase (with ContainerRestartRules): a
+// container that stopped counts as restarting or done by its own
+// restartPolicy and rules on its exit code, else the pod's. An initialized
+// pod's init containers no longer count (their records may be gone).
 func podPhase(pod *v1.Pod, initialized bool, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase {
-	pendingInit, failedInit := 0, 0
 	if initialized {
 		initStatuses = nil
 	}
-	sidecars := sidecarNames(pod)
-	for _, s := range initStatuses {
-		switch {
-		case sidecars[s.Name]:
-			// Restarted whatever its exit: pending until initialized.
-			pendingInit++
-		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
-		case s.State.Terminated != nil:
-			failedInit++
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
-			if s.LastTerminationState.Terminated.ExitCode != 0 {
-				failedInit++
-			}
-		default:
-			pendingInit++
-		}
+	pendingInit, failedInit, initFailedForGood := countInits(pod, initStatuses)
+	if initFailedForGood > 0 {
+		return v1.PodFailed
 	}
-	var running, waiting, stopped, succeededN int
+	var running, waiting, stopped, stoppedForGood, succeededN int
 	for _, s := range statuses {
+		t := s.State.Terminated
 		switch {
 		case s.State.Running != nil:
 			running++
-		case s.State.Terminated != nil:
-			stopped++
-			if s.State.Terminated.ExitCode == 0 {
-				succeededN++
-			}
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
-			stopped++
-			if s.LastTerminationState.Terminated.ExitCode == 0 {
-				succeededN++
-			}
-		default:
+			continue
+		case t == nil && s.State.Waiting != nil:
+			t = s.LastTerminationState.Terminated
+		}
+		if t == nil {
 			waiting++
+			continue
+		}
+		stopped++
+		if t.ExitCode == 0 {
+			succeededN++
+		}
+		if !podutil.ContainerShouldRestart(podutil.FindContainer(pod, s.Name), &pod.Spec, t.ExitCode) {
+			stoppedForGood++
 		}
 	}
-	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-		return v1.PodFailed
-	}
 	switch {
-	case pendingInit > 0 || failedInit > 0:
-		return v1.PodPending
-	case waiting > 0:
+	case pendingInit > 0 || failedInit > 0 || waiting > 0:
 		return v1.PodPending
 	case running > 0:
 		return v1.PodRunning
+	case stopped > 0 && stopped != stoppedForGood:
+		return v1.PodRunning // at least one is restarting
+	case stopped > 0 && stopped == succeededN:
+		return v1.PodSucceeded
 	case stopped > 0:
-		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
-			return v1.PodRunning
-		}
-		if stopped == succeededN {
-			return v1.PodSucceeded
-		}
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning
+		return v1.PodFailed
 	}
 	return v1.PodPending
+}
+
+// countInits counts the init containers still to run, those that failed
+// and are restarted, and those that failed and are not (their own
+// restartPolicy and rules, else the pod's, say so).
+func countInits(pod *v1.Pod, initStatuses []v1.ContainerStatus) (pending, failed, failedForGood int) {
+	sidecars := sidecarNames(pod)
+	for _, s := range initStatuses {
+		t := s.State.Terminated
+		if t == nil && s.State.Waiting != nil {
+			t = s.LastTerminationState.Terminated
+		}
+		switch {
+		case sidecars[s.Name]:
+			pending++ // restarted whatever its exit: pending until initialized
+		case t == nil:
+			pending++
+		case t.ExitCode == 0:
+		case podutil.ContainerShouldRestart(podutil.FindContainer(pod, s.Name), &pod.Spec, t.ExitCode):
+			failed++
+		default:
+			failedForGood++
+		}
+	}
+	return pending, failed, failedForGood
 }
 
 func conditions(in StatusInput, s v1.PodStatus) []v1.PodCondition {

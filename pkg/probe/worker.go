@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // worker probes one container of one pod for one kind until stopped. Its
@@ -85,7 +87,10 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	}
 	if c.State.Running == nil {
 		w.m.set(w, Failure)
-		return c.State.Terminated == nil || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// Stop only once the container is not restarted: its own
+		// restartPolicy and rules (KEP-5307), else the pod's, decide.
+		t := c.State.Terminated
+		return t == nil || podutil.ContainerShouldRestart(w.container, &w.pod.Spec, t.ExitCode)
 	}
 	if w.m.clock.Since(c.State.Running.StartedAt.Time) < time.Duration(w.spec.InitialDelaySeconds)*time.Second {
 		return true

@@ -45,6 +45,9 @@ type ContainerStatus struct {
 	ImageRef     string
 	LogPath      string
 	Mounts       []*criv1.Mount
+	// User is the process identity the runtime reports (runtimes that
+	// support supplementalGroupsPolicy do; containerd 1.6 does not).
+	User *criv1.ContainerUser
 
 	TerminationMessagePath   string
 	TerminationMessagePolicy string
@@ -210,6 +213,7 @@ func convertContainer(c *criv1.Container, s *criv1.ContainerStatus) *ContainerSt
 	out.Message = s.Message
 	out.LogPath = s.LogPath
 	out.Mounts = s.Mounts
+	out.User = s.GetUser()
 	if s.GetImage().GetImage() != "" {
 		out.Image = s.GetImage().GetImage()
 	}

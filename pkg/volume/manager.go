@@ -18,6 +18,11 @@ import (
 type Mounted struct {
 	HostPath string
 	ReadOnly bool // the plugin's data is never written by containers
+	// Image, for an image volume, is the pulled image the runtime mounts
+	// (CRI Mount.image) instead of a host path, and ImageReference the
+	// reference the pod gave. SetUpPod never returns these: the pod
+	// worker pulls the image first, as the kubelet's image manager does.
+	Image, ImageReference string
 }
 
 // readOnlyPlugins hold API data: the kubelet mounts them read-only.
@@ -66,6 +71,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod, podIPs []string) (m
 	failed := &SetUpError{Messages: map[string]string{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
+		if v.Image != nil {
+			continue // no host directory: the runtime mounts the image
+		}
 		mounted, err := m.setUp(ctx, pod, v, podIPs)
 		if err != nil {
 			failed.Failed = append(failed.Failed, v.Name)

@@ -27,6 +27,16 @@ func volumeMounts(pod *v1.Pod, c *v1.Container, mounts map[string]volume.Mounted
 				return nil, &ConfigError{fmt.Sprintf("failed to prepare subPath for volumeMount %q of container %q: %v", vm.Name, c.Name, err)}
 			}
 		}
+		if m.Image != "" {
+			// An image volume (KEP-4639): the runtime mounts the image
+			// read-only; a runtime without support (containerd 1.6) fails
+			// the container's creation, as with the kubelet.
+			out = append(out, &criv1.Mount{
+				ContainerPath: vm.MountPath, Readonly: true, Propagation: propagation(vm.MountPropagation),
+				Image: &criv1.ImageSpec{Image: m.Image, UserSpecifiedImage: m.ImageReference}, ImageSubPath: sub,
+			})
+			continue
+		}
 		if sub != "" {
 			var err error
 			if host, err = volume.SubPath(m.HostPath, sub); err != nil {

@@ -131,6 +131,7 @@ func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
 			sc.RunAsGroup = &criv1.Int64Value{Value: *psc.RunAsGroup}
 		}
 		sc.SupplementalGroups = psc.SupplementalGroups
+		sc.SupplementalGroupsPolicy = SupplementalGroupsPolicy(psc)
 		sc.SelinuxOptions = selinuxOption(psc.SELinuxOptions)
 	}
 	for _, c := range podutil.AllContainers(pod) {

@@ -95,6 +95,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecuri
 		if psc.FSGroup != nil {
 			out.SupplementalGroups = append(out.SupplementalGroups, *psc.FSGroup)
 		}
+		out.SupplementalGroupsPolicy = SupplementalGroupsPolicy(psc)
 	}
 	privileged := sc != nil && sc.Privileged != nil && *sc.Privileged
 	out.Privileged = privileged
@@ -262,4 +263,14 @@ func selinuxOption(o *v1.SELinuxOptions) *criv1.SELinuxOption {
 		return nil
 	}
 	return &criv1.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+}
+
+// SupplementalGroupsPolicy is the pod's policy for the CRI: Merge (the
+// groups of the image's /etc/group join) unless it asks for Strict. Node
+// admission has refused Strict where the runtime does not support it.
+func SupplementalGroupsPolicy(psc *v1.PodSecurityContext) criv1.SupplementalGroupsPolicy {
+	if psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
+		return criv1.SupplementalGroupsPolicy_Strict
+	}
+	return criv1.SupplementalGroupsPolicy_Merge
 }
