@@ -291,6 +291,7 @@ func approve(t *testing.T, f *fixture, name string) {
 	csr := f.get(t, name)
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "KubectlApprove",
+		LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(), // as the API server stamps them
 	})
 	if _, err := f.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(t.Context(), name, csr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
