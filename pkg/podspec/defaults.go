@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // SetDefaults fills in the fields the Kubernetes API server defaults when a
@@ -52,6 +53,67 @@ func SetDefaults(pod *v1.Pod) {
 	}
 	for i := range spec.EphemeralContainers {
 		defaultContainer((*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	// After the containers' defaults, as upstream (PodLevelResources is on
+	// by default in v1.37).
+	defaultHugePagePodLimits(pod)
+	defaultPodRequests(pod)
+}
+
+// defaultHugePagePodLimits gives pod-level resources that name something
+// a pod-level huge pages limit: the containers' total, unless the pod
+// requests that size itself.
+func defaultHugePagePodLimits(pod *v1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return
+	}
+	limits := r.Limits
+	if limits == nil {
+		limits = v1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{}) {
+		if !strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+			continue
+		}
+		_, requested := r.Requests[name]
+		if _, set := limits[name]; !set && !requested {
+			limits[name] = q.DeepCopy()
+		}
+	}
+	if len(limits) > 0 {
+		r.Limits = limits
+	}
+}
+
+// defaultPodRequests fills the pod-level requests of a pod with pod-level
+// limits: cpu and memory from what the containers request in all, and
+// whatever is still missing from the pod-level limit (KEP-2837's
+// defaulting rules). Without it a pod that sets only pod-level limits
+// would be Burstable where upstream makes it Guaranteed.
+func defaultPodRequests(pod *v1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	requests := r.Requests
+	if requests == nil {
+		requests = v1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		// Only what may be overcommitted (cpu, memory), not huge pages.
+		overcommit := name == v1.ResourceCPU || name == v1.ResourceMemory
+		if _, set := requests[name]; !set && overcommit {
+			requests[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, set := requests[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+			requests[name] = q.DeepCopy()
+		}
+	}
+	if len(requests) > 0 {
+		r.Requests = requests
 	}
 }
 

@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -196,5 +197,64 @@ func TestSetDefaultsEphemeralVolume(t *testing.T) {
 	SetDefaults(pod)
 	if m := pod.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.VolumeMode; m == nil || *m != v1.PersistentVolumeFilesystem {
 		t.Errorf("volumeMode = %v, want Filesystem", m)
+	}
+}
+
+// Pod-level requests default as upstream's KEP-2837 rules: from what the
+// containers request, else from the pod-level limit; huge pages limits
+// from the containers'.
+func TestSetDefaultsPodLevelResources(t *testing.T) {
+	q := resource.MustParse
+	cases := []struct {
+		name       string
+		pod        v1.ResourceRequirements
+		containers []v1.ResourceRequirements
+		want       v1.ResourceRequirements
+	}{{
+		name:       "limits only: requests are the limits",
+		pod:        v1.ResourceRequirements{Limits: v1.ResourceList{"cpu": q("1"), "memory": q("128Mi")}},
+		containers: []v1.ResourceRequirements{{}},
+		want: v1.ResourceRequirements{
+			Limits:   v1.ResourceList{"cpu": q("1"), "memory": q("128Mi")},
+			Requests: v1.ResourceList{"cpu": q("1"), "memory": q("128Mi")},
+		},
+	}, {
+		name: "containers request cpu: the pod requests their sum",
+		pod:  v1.ResourceRequirements{Limits: v1.ResourceList{"cpu": q("1"), "memory": q("128Mi")}},
+		containers: []v1.ResourceRequirements{
+			{Requests: v1.ResourceList{"cpu": q("100m")}},
+			{Requests: v1.ResourceList{"cpu": q("200m")}},
+		},
+		want: v1.ResourceRequirements{
+			Limits:   v1.ResourceList{"cpu": q("1"), "memory": q("128Mi")},
+			Requests: v1.ResourceList{"cpu": q("300m"), "memory": q("128Mi")},
+		},
+	}, {
+		name:       "requests only: left alone",
+		pod:        v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("1")}},
+		containers: []v1.ResourceRequirements{{}},
+		want:       v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("1")}},
+	}, {
+		name: "container huge pages: the pod's limit and request",
+		pod:  v1.ResourceRequirements{Limits: v1.ResourceList{"memory": q("1Gi")}},
+		containers: []v1.ResourceRequirements{
+			{Limits: v1.ResourceList{"hugepages-2Mi": q("4Mi")}},
+		},
+		want: v1.ResourceRequirements{
+			Limits:   v1.ResourceList{"memory": q("1Gi"), "hugepages-2Mi": q("4Mi")},
+			Requests: v1.ResourceList{"memory": q("1Gi"), "hugepages-2Mi": q("4Mi")},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Resources: tc.pod.DeepCopy()}}
+			for i, r := range tc.containers {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprint("c", i), Image: "i", Resources: *r.DeepCopy()})
+			}
+			SetDefaults(pod)
+			if !equality.Semantic.DeepEqual(*pod.Spec.Resources, tc.want) {
+				t.Errorf("pod resources %v, want %v", *pod.Spec.Resources, tc.want)
+			}
+		})
 	}
 }

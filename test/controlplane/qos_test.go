@@ -13,6 +13,8 @@ func TestPodQOSClass(t *testing.T) {
 		"pod-guaranteed":        {"{requests: {cpu: 100m, memory: 16Mi}, limits: {cpu: 100m, memory: 16Mi}}", "{}", "Guaranteed"},
 		"pod-burstable":         {"{requests: {cpu: 100m}, limits: {cpu: 200m}}", "{requests: {cpu: 100m, memory: 16Mi}, limits: {cpu: 100m, memory: 16Mi}}", "Burstable"},
 		"best-effort":           {"", "{}", "BestEffort"},
+		// Pod-level requests default to the pod-level limits (KEP-2837).
+		"pod-limits-only": {"{limits: {cpu: 100m, memory: 16Mi}}", "{}", "Guaranteed"},
 	} {
 		podLevel := ""
 		if tc.podLevel != "" {
