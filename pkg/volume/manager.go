@@ -23,6 +23,22 @@ type Mounted struct {
 	// reference the pod gave. SetUpPod never returns these: the pod
 	// worker pulls the image first, as the kubelet's image manager does.
 	Image, ImageReference string
+	// SELinuxRelabel asks the runtime to give the volume the container's
+	// SELinux label (CRI Mount.selinux_relabel): volumes the kubelet
+	// manages and relabels (Attributes Managed and SELinuxRelabel), not a
+	// host path the pod names, whose labels belong to the host.
+	SELinuxRelabel bool
+}
+
+// relabelPlugins are the plugins whose volumes the kubelet relabels.
+// hostPath is not one; PVCs are not either, for now (a local PV would
+// be, a hostPath PV not: the plugin does not tell which it set up).
+var relabelPlugins = map[string]bool{
+	emptyDirPluginName:    true,
+	configMapPluginName:   true,
+	secretPluginName:      true,
+	downwardAPIPluginName: true,
+	projectedPluginName:   true,
 }
 
 // readOnlyPlugins hold API data: the kubelet mounts them read-only.
@@ -99,7 +115,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume, podIPs [
 	if err != nil {
 		return Mounted{}, err
 	}
-	return Mounted{HostPath: path, ReadOnly: readOnlyPlugins[p.Name()] || ClaimReadOnly(v)}, nil
+	return Mounted{HostPath: path, ReadOnly: readOnlyPlugins[p.Name()] || ClaimReadOnly(v), SELinuxRelabel: relabelPlugins[p.Name()]}, nil
 }
 
 // TearDownPod tears down every volume found in the pod's volume

@@ -33,3 +33,22 @@ func TestFindPlugin(t *testing.T) {
 		t.Errorf("duplicate: err %v", err)
 	}
 }
+
+// The volumes the kubelet relabels for SELinux are the ones it manages;
+// a host path keeps the host's labels.
+func TestSELinuxRelabelPlugins(t *testing.T) {
+	want := map[string]bool{
+		"kubernetes.io/empty-dir": true, "kubernetes.io/configmap": true, "kubernetes.io/secret": true,
+		"kubernetes.io/downward-api": true, "kubernetes.io/projected": true,
+		"kubernetes.io/host-path": false, "kubernetes.io/pvc": false,
+	}
+	for _, p := range DefaultPlugins(Host{RootDir: t.TempDir()}) {
+		w, ok := want[p.Name()]
+		if !ok {
+			t.Errorf("plugin %s: say whether the kubelet relabels its volumes", p.Name())
+		}
+		if relabelPlugins[p.Name()] != w {
+			t.Errorf("plugin %s: relabel %v, want %v", p.Name(), relabelPlugins[p.Name()], w)
+		}
+	}
+}

@@ -92,7 +92,8 @@ func containerMounts(pod *v1.Pod, c *v1.Container, in ContainerInputs, envs []*c
 		return nil, err
 	}
 	if in.EtcHostsPath != "" && !mountsPath(c, "/etc/hosts") {
-		mounts = append(mounts, &criv1.Mount{ContainerPath: "/etc/hosts", HostPath: in.EtcHostsPath})
+		// Relabelled, as the kubelet's managed hosts file is.
+		mounts = append(mounts, &criv1.Mount{ContainerPath: "/etc/hosts", HostPath: in.EtcHostsPath, SelinuxRelabel: true})
 	}
 	if in.TermMessagePath != "" && c.TerminationMessagePath != "" {
 		mounts = append(mounts, &criv1.Mount{ContainerPath: c.TerminationMessagePath, HostPath: in.TermMessagePath})

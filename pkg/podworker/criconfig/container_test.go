@@ -258,7 +258,7 @@ func TestContainerConfig(t *testing.T) {
 		t.Errorf("annotations = %v", a)
 	}
 	wantMounts := []*criv1.Mount{
-		{ContainerPath: "/etc/hosts", HostPath: "/var/lib/x/etc-hosts"},
+		{ContainerPath: "/etc/hosts", HostPath: "/var/lib/x/etc-hosts", SelinuxRelabel: true},
 		{ContainerPath: "/dev/termination-log", HostPath: "/var/lib/x/termlog"},
 	}
 	if !reflect.DeepEqual(cfg.Mounts, wantMounts) {
@@ -659,7 +659,19 @@ func containerSpecCases() []containerFieldCase {
 			field: func(c *criv1.ContainerConfig) any { return c.Mounts },
 			want: []*criv1.Mount{
 				{ContainerPath: "/data", HostPath: "/v/data", Readonly: true, Propagation: criv1.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
-				{ContainerPath: "/etc/hosts", HostPath: "/p/etc-hosts"},
+				{ContainerPath: "/etc/hosts", HostPath: "/p/etc-hosts", SelinuxRelabel: true},
+			}},
+		{name: "mounts: a volume the kubelet relabels, a host path it does not",
+			c: func(c *v1.Container) {
+				c.VolumeMounts = []v1.VolumeMount{{Name: "cache", MountPath: "/cache"}, {Name: "host", MountPath: "/host"}}
+			},
+			in: func(in *ContainerInputs) {
+				in.Volumes = map[string]volume.Mounted{"cache": {HostPath: "/v/cache", SELinuxRelabel: true}, "host": {HostPath: "/srv"}}
+			},
+			field: func(c *criv1.ContainerConfig) any { return c.Mounts },
+			want: []*criv1.Mount{
+				{ContainerPath: "/cache", HostPath: "/v/cache", SelinuxRelabel: true},
+				{ContainerPath: "/host", HostPath: "/srv"},
 			}},
 	}
 }

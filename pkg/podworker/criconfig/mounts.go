@@ -46,6 +46,7 @@ func volumeMounts(pod *v1.Pod, c *v1.Container, mounts map[string]volume.Mounted
 		out = append(out, &criv1.Mount{
 			ContainerPath: vm.MountPath, HostPath: host,
 			Readonly: vm.ReadOnly || m.ReadOnly, Propagation: propagation(vm.MountPropagation),
+			SelinuxRelabel: m.SELinuxRelabel,
 		})
 	}
 	return out, nil
