@@ -3,6 +3,7 @@ package criconfig
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type ContainerInputs struct {
 // kubelet's labels and annotations (crictl shows them, and the planner and
 // status read them back). A *ConfigError is the user's to fix.
 func ContainerConfig(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs) (*criv1.ContainerConfig, error) {
+	if err := blockVolumes(c); err != nil {
+		return nil, err
+	}
 	envs, err := makeEnv(pod, c, node, in)
 	if err != nil {
 		return nil, err
@@ -240,4 +244,20 @@ func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelec
 		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
 	}
 	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
+}
+
+// blockVolumes refuses volumeDevices as the kubelet's makeBlockVolumes
+// does for a volume without a block volume mapper: the agent maps no
+// block volumes (no plugin it has supports volumeMode Block), so such a
+// container fails with CreateContainerConfigError instead of running
+// without its device.
+func blockVolumes(c *v1.Container) error {
+	if len(c.VolumeDevices) == 0 {
+		return nil
+	}
+	d := c.VolumeDevices[0] // the first one fails, as in the kubelet's loop
+	if !filepath.IsAbs(d.DevicePath) {
+		return &ConfigError{fmt.Sprintf("error DevicePath `%s` must be an absolute path", d.DevicePath)}
+	}
+	return &ConfigError{fmt.Sprintf("cannot find volume %q to pass into container %q", d.Name, c.Name)}
 }

@@ -726,3 +726,20 @@ func containerLinuxCases() []containerFieldCase {
 				Ipc: criv1.NamespaceMode_POD, TargetId: "id-main"}},
 	}
 }
+
+// volumeDevices fail the container as the kubelet fails a volume without a
+// block volume mapper: the agent maps none.
+func TestContainerConfigVolumeDevicesRefused(t *testing.T) {
+	for path, want := range map[string]string{
+		"/dev/xvda": `cannot find volume "disk" to pass into container "c"`,
+		"dev/xvda":  "error DevicePath `dev/xvda` must be an absolute path",
+	} {
+		pod := &v1.Pod{}
+		c := &v1.Container{Name: "c", Image: "i", VolumeDevices: []v1.VolumeDevice{{Name: "disk", DevicePath: path}}}
+		_, err := ContainerConfig(pod, c, Node{}, ContainerInputs{})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Msg != want {
+			t.Errorf("device path %s: err %v, want the ConfigError %q", path, err, want)
+		}
+	}
+}
