@@ -49,6 +49,11 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		attempt = st.Sandboxes[0].Attempt
 	}
 	sbCfg, err := criconfig.SandboxConfig(pod, w.d.node, attempt)
+	if err == nil && plan.CreateSandbox && len(pod.Spec.ResourceClaims) > 0 {
+		msg := fmt.Sprintf("Failed to prepare dynamic resources: %v", resourceClaimsError(pod))
+		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedPrepareDynamicResources", "%s", msg)
+		return errors.New(msg)
+	}
 	var handler string
 	if err == nil && plan.CreateSandbox {
 		if handler, err = runtimeHandler(w.d.runtimeClasses, pod); err == nil {
@@ -441,4 +446,24 @@ func runtimeMessage(err error) string {
 		return se.GRPCStatus().Message()
 	}
 	return err.Error()
+}
+
+// resourceClaimsError is why the pod's resource claims cannot be
+// prepared: the agent has no dynamic resource allocation (no DRA manager,
+// no kubelet plugins), so a pod that claims devices never runs without
+// them. A claim made from a template is named in the pod's status only
+// once the control plane created it, as the kubelet's resourceclaim.Name
+// reads it.
+func resourceClaimsError(pod *v1.Pod) error {
+	c := pod.Spec.ResourceClaims[0]
+	if c.ResourceClaimName == nil {
+		created := false
+		for _, st := range pod.Status.ResourceClaimStatuses {
+			created = created || st.Name == c.Name && st.ResourceClaimName != nil
+		}
+		if !created {
+			return fmt.Errorf("prepare dynamic resources: pod %q: ResourceClaim not created yet", pod.Namespace+"/"+pod.Name)
+		}
+	}
+	return fmt.Errorf("prepare dynamic resources: resource claim %q: this node agent does not do dynamic resource allocation (no DRA drivers)", c.Name)
 }

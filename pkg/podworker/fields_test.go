@@ -25,7 +25,7 @@ const (
 )
 
 // maxGaps only goes down: lower it whenever a gap is closed.
-const maxGaps = 3
+const maxGaps = 2
 
 // podFields is the inventory of every field of the pod a kubelet may have
 // to act on, keyed "<Type>.<json name>", with where the agent handles it.
@@ -73,7 +73,7 @@ var podFields = map[string]struct {
 	"PodSpec.os":                            {handled, "admission.go checkPodOS"},
 	"PodSpec.hostUsers":                     {handled, "execute.go checkUserNamespace: false gets no sandbox (FailedCreatePodSandBox) unless the runtime supports user namespaces, and none yet (no ID ranges allocated)"},
 	"PodSpec.schedulingGates":               {notForNode, "scheduler"},
-	"PodSpec.resourceClaims":                {gap, "dynamic resource allocation: not served"},
+	"PodSpec.resourceClaims":                {handled, "refused: execute.go resourceClaimsError (no DRA: no sandbox, FailedPrepareDynamicResources)"},
 	"PodSpec.resources":                     {handled, "pkg/podcgroup (pod cgroup limits), podutil.QOSClass"},
 	"PodSpec.hostnameOverride":              {handled, "criconfig/hostname.go (sandbox hostname, /etc/hosts), podspec validation_hostname.go"},
 	"PodSpec.schedulingGroup":               {notForNode, "scheduler (gang scheduling)"},

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/test/framework"
+)
+
+// A pod that claims devices (resourceClaims) never runs without them: the
+// agent does no dynamic resource allocation, so the pod gets no sandbox
+// and the kubelet's FailedPrepareDynamicResources event.
+func TestResourceClaimsRefused(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("claims.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: claims}
+spec:
+  terminationGracePeriodSeconds: 2
+  resourceClaims:
+  - {name: gpu, resourceClaimName: gpu-claim}
+  containers:
+  - name: c
+    image: `+framework.BusyboxImage+`
+    command: ["sleep", "3600"]
+    resources: {claims: [{name: gpu}]}
+`); err != nil {
+		t.Fatal(err)
+	}
+	const want = `reason=FailedPrepareDynamicResources message="Failed to prepare dynamic resources: prepare dynamic resources: resource claim \"gpu\": this node agent does not do dynamic resource allocation (no DRA drivers)"`
+	if err := a.WaitLog(want, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Pod("claims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
+	if sbs := sandboxesOf(t, string(p.UID)); len(sbs) != 0 {
+		t.Errorf("sandboxes created for the pod: %d", len(sbs))
+	}
+}
+
+// volumeDevices: the agent maps no block volumes, so the container fails
+// with the kubelet's CreateContainerConfigError for a volume without a
+// block volume mapper instead of running without its device.
+func TestVolumeDevicesRefused(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("blockdev.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: blockdev}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: disk, emptyDir: {}}
+  containers:
+  - name: c
+    image: `+framework.BusyboxImage+`
+    command: ["sleep", "3600"]
+    volumeDevices: [{name: disk, devicePath: /dev/xvda}]
+`); err != nil {
+		t.Fatal(err)
+	}
+	const want = `cannot find volume "disk" to pass into container "c"`
+	p, err := a.WaitPod("blockdev", podTimeout, waitingReason("CreateContainerConfigError"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Status.ContainerStatuses[0].State.Waiting.Message; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
