@@ -236,6 +236,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	if spec.Overhead != nil {
 		allErrs = append(allErrs, ValidateOverhead(spec.Overhead, fldPath.Child("overhead"))...)
 	}
+	allErrs = append(allErrs, validatePodLevelResources(spec, fldPath.Child("resources"))...)
 	if rc := spec.RuntimeClassName; rc != nil {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(*rc, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("runtimeClassName"), *rc, msg))
