@@ -38,6 +38,10 @@ const (
 	DefaultContainerLogMonitorInterval = 10 * time.Second
 )
 
+// DefaultIDsPerPod is userNamespaces.idsPerPod's default, and the unit
+// it must be a multiple of (the kubelet's userNsUnitLength).
+const DefaultIDsPerPod = 65536
+
 // Default returns a Config with every default applied.
 func Default() *Config {
 	c := &Config{}

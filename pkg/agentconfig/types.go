@@ -122,6 +122,26 @@ type Config struct {
 	// fs.mqueue.*, ...). Pods asking for others are rejected at admission
 	// (SysctlForbidden). Default: none.
 	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
+	// UserNamespaces configures the user namespaces of pods with
+	// hostUsers: false. Default: idsPerPod 65536.
+	UserNamespaces *UserNamespaces `json:"userNamespaces,omitempty"`
+}
+
+// UserNamespaces is the kubelet's userNamespaces section.
+type UserNamespaces struct {
+	// IDsPerPod is how many UIDs and GIDs each pod's user namespace maps:
+	// a multiple of 65536, less than 2^32. Changing it may require
+	// recreating every pod with hostUsers: false. Default: 65536.
+	IDsPerPod *int64 `json:"idsPerPod,omitempty"`
+}
+
+// IDsPerPod is userNamespaces.idsPerPod, or its default (as upstream,
+// the default is applied where it is used, not written into the config).
+func (c *Config) IDsPerPod() int64 {
+	if c.UserNamespaces != nil && c.UserNamespaces.IDsPerPod != nil {
+		return *c.UserNamespaces.IDsPerPod
+	}
+	return DefaultIDsPerPod
 }
 
 // ImageEndpoint returns ImageServiceEndpoint, or ContainerRuntimeEndpoint

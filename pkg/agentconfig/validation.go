@@ -2,6 +2,7 @@ package agentconfig
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -30,7 +31,26 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateNode()...)
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateSysctls()...)
+	errs = append(errs, c.validateUserNamespaces()...)
 	return c.warnings(), errs.ToAggregate()
+}
+
+// validateUserNamespaces checks userNamespaces.idsPerPod as the kubelet's
+// validateKubeletOSConfiguration does on Linux (its wording).
+func (c *Config) validateUserNamespaces() field.ErrorList {
+	if c.UserNamespaces == nil || c.UserNamespaces.IDsPerPod == nil {
+		return nil
+	}
+	n, p := *c.UserNamespaces.IDsPerPod, field.NewPath("userNamespaces", "idsPerPod")
+	switch {
+	case n < DefaultIDsPerPod:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must not be less than %d", DefaultIDsPerPod))}
+	case n%DefaultIDsPerPod != 0:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must be a multiple of %d", DefaultIDsPerPod))}
+	case n > math.MaxUint32:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("must not be more than %d", int64(math.MaxUint32)))}
+	}
+	return nil
 }
 
 func (c *Config) validateTypeMeta() field.ErrorList {

@@ -118,6 +118,13 @@ func TestValidate(t *testing.T) {
 		{"relative logs dir", func(c *Config) { c.PodLogsDir = "logs" }, `podLogsDir: Invalid value: "logs"`},
 		{"cgroup root", func(c *Config) { c.CgroupRoot = "kubepods" }, `cgroupRoot: Invalid value: "kubepods"`},
 		{"kind", func(c *Config) { c.Kind = "Pod" }, `kind: Unsupported value: "Pod"`},
+		{"idsPerPod below the unit", func(c *Config) { c.UserNamespaces = &UserNamespaces{IDsPerPod: ptr[int64](1000)} },
+			"userNamespaces.idsPerPod: Invalid value: 1000: must not be less than 65536"},
+		{"idsPerPod not a multiple", func(c *Config) { c.UserNamespaces = &UserNamespaces{IDsPerPod: ptr[int64](65536 + 1)} },
+			"userNamespaces.idsPerPod: Invalid value: 65537: must be a multiple of 65536"},
+		{"idsPerPod too large", func(c *Config) { c.UserNamespaces = &UserNamespaces{IDsPerPod: ptr[int64](1 << 32)} },
+			"userNamespaces.idsPerPod: Invalid value: 4294967296: must not be more than 4294967295"},
+		{"idsPerPod a multiple", func(c *Config) { c.UserNamespaces = &UserNamespaces{IDsPerPod: ptr[int64](4 * 65536)} }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
