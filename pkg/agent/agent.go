@@ -131,6 +131,9 @@ func Run(ctx context.Context, o Options) error {
 		host.Getter, wcfg.Objects = api.Objects, api.Objects
 	}
 	wcfg.Volumes = volume.NewManager(host, volume.DefaultPlugins(host), log.With("component", "volumes"))
+	if wcfg.UserNamespaces, err = newUserNamespaces(cfg, o.Flags.RootDir, log); err != nil {
+		return err
+	}
 	if api != nil {
 		wcfg.Events, wcfg.OnStatus, wcfg.OnTerminated = api.Events(), api.OnStatus, api.OnTerminated
 		wcfg.SourcesReady = api.SourcesReady

@@ -497,15 +497,14 @@ func checkSupplementalGroupsPolicy(pod *v1.Pod, supported bool) (AdmitResult, bo
 }
 
 // userNamespaceError is why a pod with hostUsers: false gets no sandbox,
-// nil when it asks for no user namespace. Upstream's user namespace
+// nil when it asks for no user namespace or the handler supports them. Upstream's user namespace
 // manager (GetOrCreateUserNamespaceMappings, through the kubelet's
 // HandlerSupportsUserNamespaces) refuses when the runtime does not report
 // the pod's handler, as containerd 1.6 reports none, or reports it without
 // support; the error fails sandbox creation (FailedCreatePodSandBox) on
 // every sync, so the pod never runs, least of all in the host's user
-// namespace. Where the handler does support them the kubelet gives the pod
-// a 65536-ID range of its own; this agent allocates none yet and refuses
-// those pods too rather than run them without one.
+// namespace. Where the handler does support them the pod gets an ID range
+// of its own (setUserNamespace).
 func userNamespaceError(pod *v1.Pod, handler string, f RuntimeFeatures) error {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return nil
@@ -517,5 +516,5 @@ func userNamespaceError(pod *v1.Pod, handler string, f RuntimeFeatures) error {
 	case !supported:
 		return fmt.Errorf("RuntimeClass handler %q does not support user namespaces", handler)
 	}
-	return fmt.Errorf("RuntimeClass handler %q supports user namespaces, but this node agent does not allocate user namespace mappings yet", handler)
+	return nil
 }

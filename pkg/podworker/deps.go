@@ -55,6 +55,8 @@ type deps struct {
 	runtimeClasses RuntimeClassGetter
 	// features reads the runtime's announced features (CRI Status).
 	features func(ctx context.Context) (RuntimeFeatures, error)
+	// userns allocates hostUsers: false pods' user namespaces (nil: none).
+	userns UserNamespaces
 
 	runtimeName  string
 	rootDir      string
@@ -113,7 +115,7 @@ func (m *Manager) workerDeps() deps {
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
-		runtimeClasses: m.cfg.RuntimeClasses, features: m.features.get, runtimeName: m.cfg.RuntimeName,
+		runtimeClasses: m.cfg.RuntimeClasses, features: m.features.get, userns: m.cfg.UserNamespaces, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
 	}
 }

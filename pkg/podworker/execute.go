@@ -60,6 +60,9 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 			err = w.checkUserNamespace(ctx, pod, handler)
 		}
 	}
+	if err == nil {
+		err = w.setUserNamespace(pod, sbCfg)
+	}
 	if err != nil {
 		w.d.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
@@ -259,6 +262,7 @@ func (w *worker) createContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		PodIPs: t.podIPs, ImageRef: imageRef, RestartCount: restartCount,
 		TermMessagePath: termPath, PidTarget: t.pidTarget,
 		EnvObjects: envObjs, Services: services, Volumes: t.volumes,
+		UserNamespace: t.sandbox.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(),
 	}
 	// Written with the sandbox; written here too when that step failed
 	// half-way, so the runtime never bind-mounts a missing file.

@@ -71,7 +71,7 @@ var podFields = map[string]struct {
 	"PodSpec.topologySpreadConstraints":     {notForNode, "scheduler"},
 	"PodSpec.setHostnameAsFQDN":             {handled, "criconfig/hostname.go KernelHostname (the FQDN as the sandbox hostname)"},
 	"PodSpec.os":                            {handled, "admission.go checkPodOS"},
-	"PodSpec.hostUsers":                     {handled, "execute.go checkUserNamespace: false gets no sandbox (FailedCreatePodSandBox) unless the runtime supports user namespaces, and none yet (no ID ranges allocated)"},
+	"PodSpec.hostUsers":                     {handled, "execute.go checkUserNamespace: false gets no sandbox (FailedCreatePodSandBox) unless the runtime announces user namespaces for the handler; then userns.go and pkg/userns: a block of idsPerPod IDs in the sandbox's and containers' UsernsOptions (mode POD), recorded in the pod dir; else mode NODE"},
 	"PodSpec.schedulingGates":               {notForNode, "scheduler"},
 	"PodSpec.resourceClaims":                {handled, "refused: execute.go resourceClaimsError (no DRA: no sandbox, FailedPrepareDynamicResources)"},
 	"PodSpec.resources":                     {handled, "pkg/podcgroup (pod cgroup limits), podutil.QOSClass"},

@@ -119,6 +119,9 @@ type Config struct {
 	// the apparmor module parameter, read once in New) of whether AppArmor
 	// can be enforced; pods that ask for a profile are rejected when not.
 	AppArmorEnabled func() bool
+	// UserNamespaces allocates the user namespaces of pods with
+	// hostUsers: false (nil: such pods get no sandbox).
+	UserNamespaces UserNamespaces
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -447,6 +450,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		return
 	}
 	m.cleanupVolumesLocked()
+	m.cleanupUserNamespacesLocked(refs)
 	for uid, ref := range refs {
 		if _, known := m.workers[uid]; known {
 			continue

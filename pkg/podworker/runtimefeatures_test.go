@@ -55,8 +55,8 @@ func TestCheckSupplementalGroupsPolicy(t *testing.T) {
 }
 
 // hostUsers: false never gets a sandbox without the runtime's support,
-// with the kubelet's errors; with it, this agent still refuses (no ID
-// ranges allocated yet).
+// with the kubelet's errors; with it, the pod gets its mappings
+// (TestUserNamespaceMappings).
 func TestUserNamespaceError(t *testing.T) {
 	no, yes := false, true
 	withUserns := RuntimeFeatures{UserNamespaces: map[string]bool{"": true, "runc": false}}
@@ -72,7 +72,7 @@ func TestUserNamespaceError(t *testing.T) {
 		{"containerd 1.6: no handlers reported", &no, "", RuntimeFeatures{}, `the handler "" is not known`},
 		{"handler not reported", &no, "crun", withUserns, `the handler "crun" is not known`},
 		{"handler without support", &no, "runc", withUserns, `RuntimeClass handler "runc" does not support user namespaces`},
-		{"handler with support: mappings not implemented", &no, "", withUserns, "does not allocate user namespace mappings yet"},
+		{"handler with support: the pod gets mappings", &no, "", withUserns, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := userNamespaceError(&v1.Pod{Spec: v1.PodSpec{HostUsers: tc.hostUsers}}, tc.handler, tc.f)

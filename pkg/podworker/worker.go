@@ -255,7 +255,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		// finished while it still runs (the agent was down while it was
 		// being stopped): stop it, and report what was stopped.
 		w.dropAPIStatus()
-		execErr = w.killPod(ctx, pod, st, gracePeriod(pod))
+		if execErr = w.killPod(ctx, pod, st, gracePeriod(pod)); execErr == nil {
+			w.releaseUserNamespace()
+		}
 		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
@@ -388,7 +390,9 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	w.log.Info("pod finished", "phase", w.Status().Phase)
 	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
 		w.log.Error("stop finished pod", "err", err)
+		return
 	}
+	w.releaseUserNamespace() // as the kubelet's SyncTerminatedPod
 }
 
 // nextSync is the periodic resync, or sooner when a back-off ends.
@@ -493,7 +497,11 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 		}
 	}
 	logDir := runtime.PodLogsDir(w.d.node.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
-	return errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir()))
+	if err := errors.Join(os.RemoveAll(logDir), os.RemoveAll(w.podDir())); err != nil {
+		return err
+	}
+	w.releaseUserNamespace()
+	return nil
 }
 
 // recordedGracePeriod is the longest grace period recorded on the pod's

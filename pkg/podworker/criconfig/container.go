@@ -31,6 +31,11 @@ type ContainerInputs struct {
 	// Services are the cluster's services when the container starts, for
 	// its service environment variables (nil: none, as standalone).
 	Services []*v1.Service
+
+	// UserNamespace is the sandbox's (nil: the pod's default), which its
+	// containers share, as the kubelet gives them the same namespace
+	// options.
+	UserNamespace *criv1.UserNamespace
 }
 
 // ContainerConfig is the container's CreateContainer request, with the
@@ -79,9 +84,12 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, node Node, in ContainerInputs
 	if err := setSecurityProfiles(cfg.Linux.SecurityContext, pod, c, node); err != nil {
 		return nil, err
 	}
+	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	if in.PidTarget != "" {
-		ns := cfg.Linux.SecurityContext.NamespaceOptions
 		ns.Pid, ns.TargetId = criv1.NamespaceMode_TARGET, in.PidTarget
+	}
+	if in.UserNamespace != nil {
+		ns.UsernsOptions = in.UserNamespace
 	}
 	return cfg, nil
 }

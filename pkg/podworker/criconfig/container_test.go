@@ -387,7 +387,7 @@ func TestContainerSecurity(t *testing.T) {
 				}
 			}},
 		{name: "namespaces: default", check: func(t *testing.T, sc *criv1.LinuxContainerSecurityContext) {
-			want := &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD}
+			want := &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD, UsernsOptions: nodeUserns()}
 			if !reflect.DeepEqual(sc.NamespaceOptions, want) {
 				t.Errorf("namespaces = %v", sc.NamespaceOptions)
 			}
@@ -395,7 +395,7 @@ func TestContainerSecurity(t *testing.T) {
 		{name: "namespaces: host network, IPC, PID",
 			spec: func(s *v1.PodSpec) { s.HostNetwork, s.HostIPC, s.HostPID = true, true, true },
 			check: func(t *testing.T, sc *criv1.LinuxContainerSecurityContext) {
-				want := &criv1.NamespaceOption{Network: criv1.NamespaceMode_NODE, Pid: criv1.NamespaceMode_NODE, Ipc: criv1.NamespaceMode_NODE}
+				want := &criv1.NamespaceOption{Network: criv1.NamespaceMode_NODE, Pid: criv1.NamespaceMode_NODE, Ipc: criv1.NamespaceMode_NODE, UsernsOptions: nodeUserns()}
 				if !reflect.DeepEqual(sc.NamespaceOptions, want) {
 					t.Errorf("namespaces = %v", sc.NamespaceOptions)
 				}
@@ -723,7 +723,12 @@ func containerLinuxCases() []containerFieldCase {
 			in:    func(in *ContainerInputs) { in.PidTarget = "id-main" },
 			field: func(c *criv1.ContainerConfig) any { return c.Linux.SecurityContext.NamespaceOptions },
 			want: &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_TARGET,
-				Ipc: criv1.NamespaceMode_POD, TargetId: "id-main"}},
+				Ipc: criv1.NamespaceMode_POD, TargetId: "id-main", UsernsOptions: nodeUserns()}},
+		{name: "namespaces: hostUsers false, the sandbox's user namespace",
+			pod:   func(p *v1.Pod) { p.Spec.HostUsers = ptrTo(false) },
+			in:    func(in *ContainerInputs) { in.UserNamespace = podUserns(65536 * 7) },
+			field: func(c *criv1.ContainerConfig) any { return c.Linux.SecurityContext.NamespaceOptions.UsernsOptions },
+			want:  podUserns(65536 * 7)},
 	}
 }
 

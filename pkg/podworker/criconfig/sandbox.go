@@ -121,6 +121,12 @@ func protocol(p v1.Protocol) criv1.Protocol {
 	return criv1.Protocol_TCP
 }
 
+// WithUserNamespace puts the pod's allocated user namespace (mode POD
+// with its mappings) into the sandbox's namespace options.
+func WithUserNamespace(cfg *criv1.PodSandboxConfig, u *criv1.UserNamespace) {
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = u
+}
+
 func sandboxSecurity(pod *v1.Pod) *criv1.LinuxSandboxSecurityContext {
 	sc := &criv1.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod), Seccomp: sandboxSeccomp()}
 	if psc := pod.Spec.SecurityContext; psc != nil {

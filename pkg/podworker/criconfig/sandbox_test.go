@@ -274,7 +274,16 @@ func TestSandboxConfigFields(t *testing.T) {
 		{name: "host network: node network namespace",
 			pod:   func(p *v1.Pod) { p.Spec.HostNetwork = true },
 			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.SecurityContext.NamespaceOptions },
-			want:  &criv1.NamespaceOption{Network: criv1.NamespaceMode_NODE, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD}},
+			want: &criv1.NamespaceOption{Network: criv1.NamespaceMode_NODE, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD,
+				UsernsOptions: nodeUserns()}},
+		{name: "user namespace: the node's unless hostUsers is false",
+			pod:   func(p *v1.Pod) { p.Spec.HostUsers = ptrTo(true) },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.SecurityContext.NamespaceOptions.UsernsOptions },
+			want:  nodeUserns()},
+		{name: "user namespace: hostUsers false, the pod's (mappings not yet allocated)",
+			pod:   func(p *v1.Pod) { p.Spec.HostUsers = ptrTo(false) },
+			field: func(c *criv1.PodSandboxConfig) any { return c.Linux.SecurityContext.NamespaceOptions.UsernsOptions },
+			want:  &criv1.UserNamespace{Mode: criv1.NamespaceMode_POD}},
 		{name: "security context: user, group, supplemental groups",
 			pod: func(p *v1.Pod) {
 				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptrTo(int64(1)), RunAsGroup: ptrTo(int64(2)), SupplementalGroups: []int64{3}}
@@ -341,5 +350,26 @@ func TestSandboxConfigDNSError(t *testing.T) {
 	n := Node{DNS: DNS{ResolvConf: filepath.Join(t.TempDir(), "missing")}}
 	if cfg, err := SandboxConfig(sandboxPod(), n, 0); err == nil {
 		t.Errorf("SandboxConfig = %v, want the resolv.conf error", cfg)
+	}
+}
+
+func nodeUserns() *criv1.UserNamespace { return &criv1.UserNamespace{Mode: criv1.NamespaceMode_NODE} }
+
+func podUserns(hostID uint32) *criv1.UserNamespace {
+	m := []*criv1.IDMapping{{HostId: hostID, ContainerId: 0, Length: 65536}}
+	return &criv1.UserNamespace{Mode: criv1.NamespaceMode_POD, Uids: m, Gids: m}
+}
+
+// The allocated mappings go into the sandbox's namespace options.
+func TestWithUserNamespace(t *testing.T) {
+	pod := defaultDNSPod()
+	pod.Spec.HostUsers = ptrTo(false)
+	cfg, err := SandboxConfig(pod, Node{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WithUserNamespace(cfg, podUserns(65536*3))
+	if got := cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions; !reflect.DeepEqual(got, podUserns(65536*3)) {
+		t.Errorf("userns = %v", got)
 	}
 }

@@ -76,7 +76,19 @@ func namespaceOptions(pod *v1.Pod) *criv1.NamespaceOption {
 	if pod.Spec.HostPID {
 		ns.Pid = criv1.NamespaceMode_NODE
 	}
+	ns.UsernsOptions = userNamespace(pod)
 	return ns
+}
+
+// userNamespace is the kubelet's choice: the node's user namespace unless
+// hostUsers is false; then the pod's own, whose mappings the agent
+// allocates (WithUserNamespace). Mode POD without them makes a runtime
+// fail rather than run the pod with the host's users.
+func userNamespace(pod *v1.Pod) *criv1.UserNamespace {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return &criv1.UserNamespace{Mode: criv1.NamespaceMode_POD}
+	}
+	return &criv1.UserNamespace{Mode: criv1.NamespaceMode_NODE}
 }
 
 func containerSecurity(pod *v1.Pod, c *v1.Container) *criv1.LinuxContainerSecurityContext {
