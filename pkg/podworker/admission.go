@@ -509,12 +509,19 @@ func userNamespaceError(pod *v1.Pod, handler string, f RuntimeFeatures) error {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return nil
 	}
+	// As the kubelet's HandlerSupportsUserNamespaces: a runtime that lists
+	// no handlers (containerd 1.6) supports none; one that lists others
+	// does not know this one.
 	supported, known := f.UserNamespaces[handler]
-	switch {
-	case !known:
-		return fmt.Errorf("the handler %q is not known", handler)
-	case !supported:
-		return fmt.Errorf("RuntimeClass handler %q does not support user namespaces", handler)
+	if supported {
+		return nil
 	}
-	return nil
+	msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	if handler != "" {
+		msg = fmt.Sprintf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
+	}
+	if !known && len(f.UserNamespaces) > 0 {
+		return fmt.Errorf("%s: the handler %q is not known", msg, handler)
+	}
+	return errors.New(msg)
 }

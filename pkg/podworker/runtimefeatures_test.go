@@ -69,9 +69,9 @@ func TestUserNamespaceError(t *testing.T) {
 	}{
 		{"hostUsers unset", nil, "", RuntimeFeatures{}, ""},
 		{"hostUsers true", &yes, "", RuntimeFeatures{}, ""},
-		{"containerd 1.6: no handlers reported", &no, "", RuntimeFeatures{}, `the handler "" is not known`},
-		{"handler not reported", &no, "crun", withUserns, `the handler "crun" is not known`},
-		{"handler without support", &no, "runc", withUserns, `RuntimeClass handler "runc" does not support user namespaces`},
+		{"containerd 1.6: no handlers reported", &no, "", RuntimeFeatures{}, "can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
+		{"handler not reported", &no, "crun", withUserns, "can't set `spec.hostUsers: false`, RuntimeClass handler \"crun\" does not support user namespaces: the handler \"crun\" is not known"},
+		{"handler without support", &no, "runc", withUserns, "can't set `spec.hostUsers: false`, RuntimeClass handler \"runc\" does not support user namespaces"},
 		{"handler with support: the pod gets mappings", &no, "", withUserns, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestManagerRefusesWithoutRuntimeFeatures(t *testing.T) {
 	if p.Status.Reason != "SupplementalGroupsPolicyNotSupported" || p.Status.Message != "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node" {
 		t.Errorf("strict status = %s %q", p.Status.Reason, p.Status.Message)
 	}
-	const sandboxEvent = `FailedCreatePodSandBox: Failed to create pod sandbox: the handler "" is not known`
+	const sandboxEvent = "FailedCreatePodSandBox: Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	eventually(t, "the sandbox refusal event", func() (bool, string) { return ev.has(sandboxEvent) })
 	h.rt.Lock()
 	defer h.rt.Unlock()

@@ -106,7 +106,7 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	const want = `reason=FailedCreatePodSandBox message="Failed to create pod sandbox: the handler \"\" is not known"`
+	const want = "reason=FailedCreatePodSandBox message=\"Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces\""
 	if err := a.WaitLog(want, podTimeout); err != nil {
 		t.Fatal(err)
 	}

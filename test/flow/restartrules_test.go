@@ -66,7 +66,7 @@ func TestRestartRulesThroughAPI(t *testing.T) {
 		t.Errorf("rules container statuses %+v, want terminated with 0 after one restart", cs)
 	}
 
-	const msg = `Failed to create pod sandbox: the handler "" is not known`
+	const msg = "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	waitFor(t, apiTimeout, "userns's FailedCreatePodSandBox event", func() (bool, error) {
 		evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.name=userns,reason=FailedCreatePodSandBox"})
