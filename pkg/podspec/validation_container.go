@@ -242,6 +242,7 @@ func validateContainerCommon(c *v1.Container, ctx podContext, p *field.Path) fie
 	allErrs = append(allErrs, validateEnv(c.Env, p.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(c, ctx.vols, p.Child("volumeMounts"))...)
+	allErrs = append(allErrs, validateVolumeDevices(c, ctx.vols, p.Child("volumeDevices"))...)
 	allErrs = append(allErrs, validatePullPolicy(c.ImagePullPolicy, p.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateResources(&c.Resources, p.Child("resources"))...)
 	return append(allErrs, validateSecurityContext(c.SecurityContext, ctx.hostUsers, p.Child("securityContext"))...)

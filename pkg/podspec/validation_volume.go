@@ -316,6 +316,7 @@ func validateVolumeMounts(c *v1.Container, vols map[string]v1.VolumeSource, fldP
 			allErrs = append(allErrs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		mountPaths.Insert(m.MountPath)
+		allErrs = append(allErrs, validateMountNotDevice(m, c.VolumeDevices, p)...)
 		if found && vol.Image != nil {
 			if m.SubPath != "" {
 				allErrs = append(allErrs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
