@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	gate = newNetworkGate(rt, kubenet, log)
 	gate.refresh(ctx) // pods are not held back by a state not yet read
-	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, log)
+	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, gate.Err, log)
 	if err != nil {
 		return err
 	}
@@ -146,6 +146,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	gate.onChange = mgr.NetworkChanged
+	if api != nil {
+		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
+	}
 	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
@@ -163,7 +166,9 @@ func restConfig(o Options) (*rest.Config, error) {
 }
 
 // newAPI builds the API side when joined (rc is set); nil runs standalone.
-func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, kubenet *network.Kubenet, log *slog.Logger) (*apiclient.API, error) {
+// networkErr is the pod workers' network gate, which the Ready condition
+// reports as the kubelet's does.
+func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, kubenet *network.Kubenet, networkErr func() error, log *slog.Logger) (*apiclient.API, error) {
 	if rc == nil {
 		return nil, nil
 	}
@@ -181,7 +186,7 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
 		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
-		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, Logger: log,
+		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, NetworkErr: networkErr, Logger: log,
 	})
 }
 

@@ -68,7 +68,9 @@ type Config struct {
 	// NetworkCondition reports NetworkUnavailable when the agent owns the
 	// pod network (nil: left alone); see NodeConfig.NetworkCondition.
 	NetworkCondition func() (v1.NodeCondition, bool)
-	Logger           *slog.Logger
+	// NetworkErr is the pod workers' network gate; see NodeConfig.NetworkErr.
+	NetworkErr func() error
+	Logger     *slog.Logger
 }
 
 // API is every API-side component of the agent, assembled.
@@ -102,7 +104,7 @@ func New(cfg Config) (*API, error) {
 		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
 		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
-		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, Logger: cfg.Logger,
+		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, NetworkErr: cfg.NetworkErr, Logger: cfg.Logger,
 	}); err != nil {
 		return nil, err
 	}

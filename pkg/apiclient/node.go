@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -87,8 +88,13 @@ type NodeConfig struct {
 	// network has not been looked at since the agent started) the Node
 	// keeps the condition it has: a restart must not flip it.
 	NetworkCondition func() (v1.NodeCondition, bool)
-	Logger           *slog.Logger
-	Now              func() time.Time
+	// NetworkErr, when set, is why pods may not join the pod network (nil:
+	// they may), the error the pod workers wait on (the kubelet's
+	// networkErrors): Ready is False with it, as the kubelet's
+	// ReadyCondition, instead of with the runtime's NetworkReady alone.
+	NetworkErr func() error
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // NodeStatus registers the Node and keeps its status current.
@@ -285,7 +291,7 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 
 	now := metav1.NewTime(n.cfg.Now())
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonKubeletReady, Message: MessageKubeletReady}
-	if msg := n.runtimeProblem(ctx); msg != "" {
+	if msg := n.readyProblem(ctx); msg != "" {
 		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: ReasonKubeletNotReady, Message: msg}
 	}
 	conds := []v1.NodeCondition{
@@ -321,7 +327,25 @@ func setCondition(st *v1.NodeStatus, c v1.NodeCondition) {
 	st.Conditions = append(st.Conditions, c)
 }
 
-// runtimeProblem returns why the runtime is not ready, "" if it is.
+// readyProblem returns why the node is not ready, "" if it is: the
+// runtime's problems, then the network's, one error aggregated as the
+// kubelet's ReadyCondition aggregates runtimeErrors and networkErrors.
+func (n *NodeStatus) readyProblem(ctx context.Context) string {
+	var errs []error
+	if msg := n.runtimeProblem(ctx); msg != "" {
+		errs = append(errs, errors.New(msg))
+	}
+	if n.cfg.NetworkErr != nil {
+		errs = append(errs, n.cfg.NetworkErr())
+	}
+	if agg := utilerrors.NewAggregate(errs); agg != nil {
+		return agg.Error()
+	}
+	return ""
+}
+
+// runtimeProblem returns why the runtime is not ready, "" if it is; the
+// network is looked at here only when NetworkErr does not say.
 func (n *NodeStatus) runtimeProblem(ctx context.Context) string {
 	resp, err := n.cfg.Runtime.Status(ctx, false)
 	if err != nil {
@@ -331,7 +355,11 @@ func (n *NodeStatus) runtimeProblem(ctx context.Context) string {
 		return "container runtime status check may not have completed yet"
 	}
 	var problems []string
-	for _, want := range []string{criv1.RuntimeReady, criv1.NetworkReady} {
+	checks := []string{criv1.RuntimeReady, criv1.NetworkReady}
+	if n.cfg.NetworkErr != nil {
+		checks = checks[:1]
+	}
+	for _, want := range checks {
 		var c *criv1.RuntimeCondition
 		for _, rc := range resp.Status.Conditions {
 			if rc.GetType() == want {

@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"errors"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -298,5 +299,47 @@ func TestNodeStatusNetworkCondition(t *testing.T) {
 	}
 	if c := condition(getNode(t, cs), v1.NodeNetworkUnavailable); c.Status != v1.ConditionFalse || !c.LastTransitionTime.Equal(&up.LastTransitionTime) {
 		t.Fatalf("NetworkUnavailable after a restart, before the network's first sync = %+v; want it as it was: %+v", c, up)
+	}
+}
+
+// With the pod workers' network gate, Ready is False with the gate's error
+// even though the runtime reports its network ready (kubenet has no pod
+// CIDR yet), as the kubelet's ReadyCondition reports networkErrors; and
+// the runtime's own problems come first.
+func TestNodeNotReadyWhileThePodNetworkIsNot(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	clock := newClock()
+	n, cs := newTestNode(t, rt, clock)
+	netErr := errors.New("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:" +
+		"nodeagent: network plugin is not ready: kubenet does not have netConfig. This is most likely due to lack of PodCIDR")
+	n.cfg.NetworkErr = func() error { return netErr }
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(getNode(t, cs), v1.NodeReady)
+	if c.Status != v1.ConditionFalse || c.Reason != ReasonKubeletNotReady || c.Message != netErr.Error() {
+		t.Fatalf("Ready = %+v, want False/KubeletNotReady/%q", c, netErr)
+	}
+
+	rt.set(false, true, nil)
+	clock.Step(10 * time.Second)
+	if err := n.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c = condition(getNode(t, cs), v1.NodeReady)
+	if !strings.HasPrefix(c.Message, "[container runtime not ready: RuntimeReady=false") || !strings.HasSuffix(c.Message, netErr.Error()+"]") {
+		t.Fatalf("Ready message %q, want the runtime's problem, then the network's", c.Message)
+	}
+
+	// The gate's word, not the runtime's NetworkReady, decides.
+	rt.set(true, false, nil)
+	netErr = nil
+	clock.Step(10 * time.Second)
+	if err := n.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c = condition(getNode(t, cs), v1.NodeReady); c.Status != v1.ConditionTrue || c.Message != MessageKubeletReady {
+		t.Fatalf("Ready once the network gate is open = %+v", c)
 	}
 }
