@@ -102,6 +102,26 @@ func TestStaticPodWaitsForThePodCIDR(t *testing.T) {
 		}
 		return false, fmt.Errorf("events %+v", evs.Items)
 	})
+	// The node says so too (the kubelet's ReadyCondition with its
+	// networkErrors), and the scheduler keeps API pods off it meanwhile.
+	nodeReady := func(want v1.ConditionStatus, msg string) func() (bool, error) {
+		return func() (bool, error) {
+			node, err := cp2.Admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range node.Status.Conditions {
+				if c.Type == v1.NodeReady {
+					if c.Status == want && c.Message == msg && (want == v1.ConditionTrue || c.Reason == "KubeletNotReady") {
+						return true, nil
+					}
+					return false, fmt.Errorf("Ready %+v", c)
+				}
+			}
+			return false, fmt.Errorf("no Ready condition in %+v", node.Status.Conditions)
+		}
+	}
+	waitFor(t, apiTimeout, "the node NotReady for its network", nodeReady(v1.ConditionFalse, strings.TrimPrefix(why, "network is not ready: ")))
 	web, err := a.Pod("web")
 	if err != nil || web == nil || web.Status.Phase != v1.PodPending || web.Status.PodIP != "" {
 		t.Fatalf("the pod that needs the network, while its node has no pod CIDR: %+v, %v", web, err)
@@ -117,6 +137,7 @@ func TestStaticPodWaitsForThePodCIDR(t *testing.T) {
 	if web, err = a.WaitPod("web", apiTimeout, running); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, apiTimeout, "the node Ready", nodeReady(v1.ConditionTrue, "kubelet is posting ready status"))
 	ip, err := netip.ParseAddr(web.Status.PodIP)
 	if err != nil || !netip.MustParsePrefix(podCIDRRange).Contains(ip) {
 		t.Errorf("pod IP %q (%v), want one in the node's pod CIDR %s", web.Status.PodIP, err, podCIDRRange)
