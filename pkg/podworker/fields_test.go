@@ -119,7 +119,7 @@ var podFields = map[string]struct {
 	"Container.restartPolicy":            {handled, "sidecars.go (init containers), podutil.ContainerShouldRestart (KEP-5307)"},
 	"Container.restartPolicyRules":       {handled, "podutil.ContainerShouldRestart: plan.go, status.go, pkg/probe"},
 	"Container.volumeMounts":             {handled, "criconfig/mounts.go"},
-	"Container.volumeDevices":            {handled, "refused: criconfig/container.go blockVolumes (no block volume mapper, the kubelet's CreateContainerConfigError)"},
+	"Container.volumeDevices":            {handled, "validated: podspec/validation_volumedevices.go (claims only); refused: pkg/volume (no Block PVs) and criconfig/container.go blockVolumes (no block volume mapper, the kubelet's CreateContainerConfigError)"},
 	"Container.livenessProbe":            {handled, "pkg/probe"},
 	"Container.readinessProbe":           {handled, "pkg/probe"},
 	"Container.startupProbe":             {handled, "pkg/probe"},

@@ -44,9 +44,10 @@ spec:
 	}
 }
 
-// volumeDevices: the agent maps no block volumes, so the container fails
-// with the kubelet's CreateContainerConfigError for a volume without a
-// block volume mapper instead of running without its device.
+// volumeDevices must come from a claim: a static pod that maps an
+// emptyDir as a block device is refused at validation, as the API server
+// refuses it (ValidateVolumeDevices), and never runs. (A valid pod with a
+// Block-mode claim is test/flow's TestBlockVolumeRefused.)
 func TestVolumeDevicesRefused(t *testing.T) {
 	a := newAgent(t)
 	if err := a.WriteManifest("blockdev.yaml", `apiVersion: v1
@@ -64,12 +65,13 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	const want = `cannot find volume "disk" to pass into container "c"`
-	p, err := a.WaitPod("blockdev", podTimeout, waitingReason("CreateContainerConfigError"))
-	if err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"blockdev.yaml", "spec.containers[0].volumeDevices[0].name",
+		"can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode"} {
+		if err := a.WaitLog(want, podTimeout); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := p.Status.ContainerStatuses[0].State.Waiting.Message; got != want {
-		t.Errorf("message %q, want %q", got, want)
+	if p, err := a.Pod("blockdev"); err != nil || p != nil {
+		t.Errorf("the refused pod: %+v, %v", p, err)
 	}
 }
