@@ -178,7 +178,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	}
 	vols, errs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	allErrs = append(allErrs, errs...)
-	ctx := podContext{vols: vols, gracePeriod: spec.TerminationGracePeriodSeconds, hostUsers: spec.HostUsers == nil || *spec.HostUsers}
+	ctx := podContext{vols: vols, gracePeriod: spec.TerminationGracePeriodSeconds, hostUsers: spec.HostUsers == nil || *spec.HostUsers, restartPolicy: spec.RestartPolicy}
 	allErrs = append(allErrs, validateContainers(spec.Containers, ctx, fldPath.Child("containers"))...)
 	allErrs = append(allErrs, validateInitContainers(spec.InitContainers, spec.Containers, ctx, fldPath.Child("initContainers"))...)
 	allErrs = append(allErrs, validateEphemeralContainers(spec, ctx, fldPath.Child("ephemeralContainers"))...)

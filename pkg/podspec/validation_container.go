@@ -19,6 +19,8 @@ type podContext struct {
 	vols        map[string]v1.VolumeSource // valid volumes, by name
 	gracePeriod *int64                     // spec.terminationGracePeriodSeconds
 	hostUsers   bool                       // false only with spec.hostUsers=false
+	// restartPolicy is the pod's: resizePolicy depends on it.
+	restartPolicy v1.RestartPolicy
 }
 
 var (
@@ -245,6 +247,7 @@ func validateContainerCommon(c *v1.Container, ctx podContext, p *field.Path) fie
 	allErrs = append(allErrs, validateVolumeDevices(c, ctx.vols, p.Child("volumeDevices"))...)
 	allErrs = append(allErrs, validatePullPolicy(c.ImagePullPolicy, p.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateResources(&c.Resources, p.Child("resources"))...)
+	allErrs = append(allErrs, validateResizePolicy(c.ResizePolicy, ctx.restartPolicy, p.Child("resizePolicy"))...)
 	return append(allErrs, validateSecurityContext(c.SecurityContext, ctx.hostUsers, p.Child("securityContext"))...)
 }
 

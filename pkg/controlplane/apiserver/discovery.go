@@ -120,7 +120,7 @@ func (s *Server) resourceList(group, version string) *metav1.APIResourceList {
 func subresourceDiscovery(res *registry.Resource, sub string) metav1.APIResource {
 	r := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.GVK.Kind}
 	switch sub {
-	case "status", "ephemeralcontainers":
+	case "status", "ephemeralcontainers", "resize":
 		r.Verbs = []string{"get", "patch", "update"}
 	case "scale":
 		r.Group, r.Version, r.Kind = "autoscaling", "v1", "Scale"

@@ -101,7 +101,7 @@ func stripDirectives(v interface{}) interface{} {
 // for bodies that are not checked.
 func (h *resourceHandler) fieldValidationTarget() runtime.Object {
 	switch sub := h.ri.Subresource; sub {
-	case "", "status", "finalize", "ephemeralcontainers":
+	case "", "status", "finalize", "ephemeralcontainers", "resize":
 		return h.res.New()
 	default:
 		if obj, ok := openapi.SubresourceBody(sub); ok {

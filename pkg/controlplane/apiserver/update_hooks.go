@@ -10,7 +10,7 @@ import (
 // subresource keep what it may not change (status: the spec;
 // ephemeralcontainers: all but spec.ephemeralContainers; approval: all but
 // the Approved and Denied conditions).
-var wholeObjectSubresources = map[string]bool{"": true, "status": true, "ephemeralcontainers": true, "approval": true}
+var wholeObjectSubresources = map[string]bool{"": true, "status": true, "ephemeralcontainers": true, "resize": true, "approval": true}
 
 // updateHooks picks the registry hooks an update through h's subresource
 // runs after defaulting: the preparation (nil for none) and the checks.
@@ -21,6 +21,10 @@ func (h *resourceHandler) updateHooks() (prepare func(obj, old runtime.Object), 
 		// Only the strategy's own check: the general pod update check
 		// forbids any spec change, ephemeral containers included.
 		return res.PrepareForEphemeralContainersUpdate, nonNil(res.ValidateEphemeralContainersUpdate)
+	case "resize":
+		// Only the resize check, as upstream's podResizeStrategy: the
+		// general pod update check forbids resource changes.
+		return res.PrepareForResizeUpdate, nonNil(res.ValidateResizeUpdate)
 	case "approval":
 		return res.PrepareForApprovalUpdate, nonNil(res.ValidateApprovalUpdate)
 	case "status":

@@ -23,7 +23,9 @@
 // PrepareForUpdate, ValidateUpdate; a status update runs
 // PrepareForStatusUpdate, ValidateStatusUpdate; an update through
 // pods/ephemeralcontainers runs Default,
-// PrepareForEphemeralContainersUpdate, ValidateEphemeralContainersUpdate.
+// PrepareForEphemeralContainersUpdate, ValidateEphemeralContainersUpdate;
+// one through pods/resize runs Default, PrepareForResizeUpdate,
+// ValidateResizeUpdate.
 // A delete takes GracePeriod's grace; an object with a grace period,
 // finalizers or a FinalizeDelete hook is only marked (PrepareForDelete
 // runs on it), and a resource with FinalizeDelete removes its objects

@@ -23,7 +23,7 @@ func (b *builder) pods() *Resource {
 		Categories:   categoriesAll,
 		Namespaced:   true,
 		Verbs:        allVerbs,
-		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"},
+		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "resize", "status"},
 		New:          func() runtime.Object { return &v1.Pod{} },
 		NewList:      func() runtime.Object { return &v1.PodList{} },
 
@@ -39,6 +39,8 @@ func (b *builder) pods() *Resource {
 
 		PrepareForEphemeralContainersUpdate: hook2(preparePodForEphemeralContainersUpdate),
 		ValidateEphemeralContainersUpdate:   check2(podspec.ValidateEphemeralContainersUpdate),
+		PrepareForResizeUpdate:              hook2(preparePodForResize),
+		ValidateResizeUpdate:                check2(podspec.ValidateResize),
 
 		GracePeriod: podGracePeriod,
 		Bind:        b.bindPod,

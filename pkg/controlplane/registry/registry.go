@@ -61,6 +61,11 @@ type Resource struct {
 	// are kept.
 	PrepareForEphemeralContainersUpdate func(obj, old runtime.Object)
 	ValidateEphemeralContainersUpdate   func(obj, old runtime.Object) field.ErrorList
+	// PrepareForResizeUpdate and ValidateResizeUpdate serve pods/resize:
+	// the request carries a whole Pod, of which only the containers'
+	// resources and resize policies are kept.
+	PrepareForResizeUpdate func(obj, old runtime.Object)
+	ValidateResizeUpdate   func(obj, old runtime.Object) field.ErrorList
 	// PrepareForApprovalUpdate and ValidateApprovalUpdate serve
 	// certificatesigningrequests/approval: only the Approved and Denied
 	// conditions of the request's object are kept.
@@ -141,6 +146,7 @@ var SubresourceVerbs = map[string][]string{
 	"status":              {"get", "patch", "update"},
 	"scale":               {"get", "patch", "update"},
 	"ephemeralcontainers": {"get", "patch", "update"},
+	"resize":              {"get", "patch", "update"},
 	"approval":            {"get", "patch", "update"},
 	"binding":             {"create"},
 	"eviction":            {"create"},

@@ -105,7 +105,7 @@ func TestDiscovery(t *testing.T) {
 		subresources       []string
 	}{
 		{reg.Get("", "v1", "pods"), "pod", []string{"po"}, []string{"all"}, all,
-			[]string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status"}},
+			[]string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "resize", "status"}},
 		{reg.Get("apps", "v1", "deployments"), "deployment", []string{"deploy"}, []string{"all"}, all, []string{"scale", "status"}},
 		{reg.Get("", "v1", "services"), "service", []string{"svc"}, []string{"all"},
 			[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"proxy", "status"}},

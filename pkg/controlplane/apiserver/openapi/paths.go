@@ -308,7 +308,7 @@ func resourcePaths(res *registry.Resource, def func(runtime.Object) string) []*o
 		p := &oaPath{Path: collection + "/{name}/" + sub, GV: gvPath(gv), Params: itemParams, Ops: map[string]*oaOp{}}
 		suffix := upperFirst(sub)
 		switch sk, ok := subresourceKinds[sub]; {
-		case sub == "status" || sub == "scale" || sub == "ephemeralcontainers":
+		case sub == "status" || sub == "scale" || sub == "ephemeralcontainers" || sub == "resize":
 			body := self
 			if ok {
 				body = def(sk.obj)
