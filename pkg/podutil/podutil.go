@@ -51,7 +51,8 @@ func IsSidecarNamed(pod *v1.Pod, name string) bool {
 // the agent reads them from the API and never overwrites them.
 func IsKubeletCondition(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers:
+	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -53,6 +53,9 @@ type deps struct {
 	// runtimeClasses resolves runtimeClassName to the sandbox's CRI
 	// handler (nil: standalone).
 	runtimeClasses RuntimeClassGetter
+	// otherPods are the pods admitted to the node, which a resize must
+	// fit beside (nil: none).
+	otherPods func() []*v1.Pod
 	// features reads the runtime's announced features (CRI Status).
 	features func(ctx context.Context) (RuntimeFeatures, error)
 	// userns allocates hostUsers: false pods' user namespaces (nil: none).
@@ -115,7 +118,7 @@ func (m *Manager) workerDeps() deps {
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
 		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
-		runtimeClasses: m.cfg.RuntimeClasses, features: m.features.get, userns: m.cfg.UserNamespaces, runtimeName: m.cfg.RuntimeName,
+		runtimeClasses: m.cfg.RuntimeClasses, otherPods: m.admittedPods, features: m.features.get, userns: m.cfg.UserNamespaces, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
 	}
 }

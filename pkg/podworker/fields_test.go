@@ -25,7 +25,7 @@ const (
 )
 
 // maxGaps only goes down: lower it whenever a gap is closed.
-const maxGaps = 2
+const maxGaps = 1
 
 // podFields is the inventory of every field of the pod a kubelet may have
 // to act on, keyed "<Type>.<json name>", with where the agent handles it.
@@ -115,7 +115,7 @@ var podFields = map[string]struct {
 	"Container.envFrom":                  {handled, "criconfig/envfrom.go"},
 	"Container.env":                      {handled, "criconfig/envfrom.go, expand.go"},
 	"Container.resources":                {handled, "criconfig/resources.go"},
-	"Container.resizePolicy":             {gap, "in-place resize is not done"},
+	"Container.resizePolicy":             {handled, "pods/resize; the agent resizes in place or restarts (resize.go)"},
 	"Container.restartPolicy":            {handled, "sidecars.go (init containers), podutil.ContainerShouldRestart (KEP-5307)"},
 	"Container.restartPolicyRules":       {handled, "podutil.ContainerShouldRestart: plan.go, status.go, pkg/probe"},
 	"Container.volumeMounts":             {handled, "criconfig/mounts.go"},

@@ -167,7 +167,7 @@ func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 // restarts if restarts says so, as upstream: at once, the back-off applies
 // from its next exit).
 func checkRunning(c *v1.Container, cs *runtime.ContainerStatus, restarts bool, probes ProbeResults) (KillReason, bool, bool) {
-	if cs.Hash != runtime.HashContainer(c) {
+	if cs.Hash != runtime.HashContainer(c) && cs.Hash != runtime.HashContainerWithResources(c) {
 		return KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}, true, true
 	}
 	msg, grace, failed := probeKill(c, cs, probes)

@@ -65,6 +65,8 @@ type worker struct {
 	startPending bool
 
 	cancelSync context.CancelFunc // interrupts the sync in progress
+
+	resize resizeState // the allocated and actuated resources (in-place resize)
 }
 
 func newWorker(d deps, pod *v1.Pod) *worker {
@@ -270,13 +272,19 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		// Read on every sync, as the kubelet's SyncPod does, so a missing
 		// secret is reported while the pod lives.
 		pullSecrets := w.pullSecrets(ctx, pod)
-		plan := ComputePodActions(pod, st, w.d.backoff, w.d.probes)
+		// The node runs the pod with the resources it admitted.
+		allocated, resize := w.syncResize(pod, st)
+		plan := withResizeRestarts(ComputePodActions(allocated, st, w.d.backoff, w.d.probes), resize)
+		if !resize.Empty() {
+			w.log.Info("resize", "plan", resize.String())
+			execErr = w.resizeInPlace(ctx, allocated, resize)
+		}
 		if plan.Empty() {
 			w.refreshVolumes(ctx, pod, st)
 			break
 		}
 		w.log.Info("sync", "plan", plan.String())
-		execErr = w.execute(ctx, pod, st, plan, pullSecrets)
+		execErr = errors.Join(execErr, w.execute(ctx, allocated, st, plan, pullSecrets))
 		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
@@ -371,6 +379,7 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 		Probes: w.d.probes.UpdatePodStatus, Results: w.d.probes,
 	})
 	w.applyFailureLocked(&status)
+	w.applyResizeStatus(pod, st, &status, w.status)
 	changed := w.status == nil || !apiequality.Semantic.DeepEqual(*w.status, status)
 	started := w.startPending && status.Phase == v1.PodRunning && containersStarted(&status)
 	if started {

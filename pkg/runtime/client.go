@@ -229,6 +229,18 @@ func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (
 	return resp, nil
 }
 
+// UpdateContainerResources changes a running container's cgroup limits
+// (in-place resize).
+func (c *Client) UpdateContainerResources(ctx context.Context, id string, resources *criv1.ContainerResources) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	req := &criv1.UpdateContainerResourcesRequest{ContainerId: id, Linux: resources.GetLinux(), Windows: resources.GetWindows()}
+	if _, err := c.rt.UpdateContainerResources(ctx, req); err != nil {
+		return fmt.Errorf("update container resources %s: %w", id, err)
+	}
+	return nil
+}
+
 func (c *Client) ImageStatus(ctx context.Context, image *criv1.ImageSpec, verbose bool) (*criv1.ImageStatusResponse, error) {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()

@@ -116,6 +116,19 @@ func HashSandbox(pod *v1.Pod) string {
 // HashContainer hashes the container spec so that a changed spec restarts
 // only that container. Like the kubelet, fnv-32a over the JSON, in hex.
 func HashContainer(c *v1.Container) string {
+	// Resources and their resize policies change in place (pods/resize),
+	// as upstream's container hash leaves them out.
+	cc := *c
+	cc.Resources, cc.ResizePolicy = v1.ResourceRequirements{}, nil
+	return hashJSON(&cc)
+}
+
+// HashContainerWithResources is the hash agents before in-place resize
+// recorded, over the whole container: a container they made is not
+// restarted for the change of hash.
+func HashContainerWithResources(c *v1.Container) string { return hashJSON(c) }
+
+func hashJSON(c *v1.Container) string {
 	b, _ := json.Marshal(c) // v1.Container always marshals
 	h := fnv.New32a()
 	h.Write(b)

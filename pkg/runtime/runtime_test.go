@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
@@ -112,6 +113,16 @@ func TestHashContainer(t *testing.T) {
 		if HashContainer(cp) == h {
 			t.Errorf("changing the %s keeps the hash", name)
 		}
+	}
+	// Resources change in place (pods/resize): the container stays.
+	cp := c.DeepCopy()
+	cp.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	cp.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired}}
+	if HashContainer(cp) != h {
+		t.Error("changing the resources changes the hash")
+	}
+	if HashContainerWithResources(cp) == h {
+		t.Error("the hash with resources is the hash without")
 	}
 }
 

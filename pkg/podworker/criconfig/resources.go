@@ -9,6 +9,12 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
+// ContainerResources is what a resized container's cgroup gets through
+// UpdateContainerResources: the same as at its creation.
+func ContainerResources(pod *v1.Pod, c *v1.Container, node Node) *criv1.LinuxContainerResources {
+	return containerResources(pod, c, node.Allocatable.Memory().Value())
+}
+
 func containerResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *criv1.LinuxContainerResources {
 	r := &criv1.LinuxContainerResources{
 		CpuShares:   int64(podcgroup.MilliCPUToShares(c.Resources.Requests.Cpu().MilliValue())),

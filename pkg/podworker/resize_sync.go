@@ -1,0 +1,176 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
+	"github.com/nodeagent/nodeagent/pkg/runtime"
+)
+
+// resizeState is what a worker keeps of its pod's resources, in memory
+// (the kubelet checkpoints both to disk).
+type resizeState struct {
+	alloc    Allocation        // nil before the first sync
+	actuated Allocation        // by container name, for the running containers
+	seen     map[string]string // container name -> the ID its actuated resources are of
+	pending  ResizeDecision
+	progress string // the last in-place update's error
+	resizing bool   // a resize was in progress at the last status
+}
+
+// resourceUpdater is the runtime's UpdateContainerResources.
+type resourceUpdater interface {
+	UpdateContainerResources(ctx context.Context, id string, resources *criv1.ContainerResources) error
+}
+
+// observeContainers records, for each running container not seen yet,
+// that it runs with the allocation it was created with.
+func (r *resizeState) observeContainers(pod *v1.Pod, st *runtime.PodStatus) {
+	for _, c := range resizableContainers(pod) {
+		cs := st.Latest(c.Name)
+		if cs == nil || cs.State != criv1.ContainerState_CONTAINER_RUNNING || r.seen[c.Name] == cs.ID {
+			continue
+		}
+		r.seen[c.Name] = cs.ID
+		a := r.alloc[c.Name]
+		r.actuated[c.Name] = *a.DeepCopy()
+	}
+}
+
+// syncResize admits or holds back a resize of pod and returns the pod as
+// the node runs it (its allocation) with what its running containers need.
+func (w *worker) syncResize(pod *v1.Pod, st *runtime.PodStatus) (*v1.Pod, ResizePlan) {
+	r := &w.resize
+	if r.alloc == nil {
+		r.alloc, r.actuated, r.seen = AllocationOf(pod), Allocation{}, map[string]string{}
+	}
+	r.observeContainers(WithAllocation(pod, r.alloc), st)
+	var others []*v1.Pod
+	if w.d.otherPods != nil {
+		others = w.d.otherPods()
+	}
+	d := DecideResize(pod, r.alloc, others, w.d.node.Allocatable)
+	switch {
+	case d.Admit:
+		r.alloc, r.pending, r.progress, r.resizing = AllocationOf(pod), ResizeDecision{}, "", true
+		w.d.events.Eventf(pod, v1.EventTypeNormal, "ResizeStarted", "%s", resizeEventMessage(pod, "Pod resize started", ""))
+	case d.Reason != "" && d != r.pending:
+		reason := "ResizeDeferred"
+		if d.Reason == v1.PodReasonInfeasible {
+			reason = "ResizeInfeasible"
+		}
+		w.d.events.Eventf(pod, v1.EventTypeWarning, reason, "%s", resizeEventMessage(pod, "Pod resize "+d.Reason, d.Message))
+		r.pending = d
+	case d.Reason == "":
+		r.pending = ResizeDecision{}
+	}
+	allocated := WithAllocation(pod, r.alloc)
+	return allocated, ComputeResizeActions(allocated, st, r.actuated)
+}
+
+// resizeInPlace runs the plan's in-place updates: the pod cgroup widened
+// to hold both the old and the new limits, each container's update, then
+// the pod cgroup at its allocation (left to the executor when containers
+// restart, as it sets the pod cgroup after stopping them).
+func (w *worker) resizeInPlace(ctx context.Context, pod *v1.Pod, plan ResizePlan) error {
+	r := &w.resize
+	if len(plan.Update) == 0 {
+		return nil
+	}
+	updater, ok := w.d.runtime.(resourceUpdater)
+	if !ok {
+		return errors.New("the runtime client cannot update container resources")
+	}
+	parent := w.podCgroupParent(pod)
+	if err := w.ensurePodCgroup(upperBound(pod, r.actuated), parent); err != nil {
+		r.progress = err.Error()
+		return err
+	}
+	var errs []error
+	for _, u := range plan.Update {
+		c := podutil.FindContainer(pod, u.Name)
+		if c == nil {
+			continue
+		}
+		res := &criv1.ContainerResources{Linux: criconfig.ContainerResources(pod, c, w.d.node)}
+		if err := updater.UpdateContainerResources(ctx, u.ID, res); err != nil {
+			errs = append(errs, fmt.Errorf("container %s: %w", u.Name, err))
+			continue
+		}
+		r.actuated[u.Name] = *u.Resources.DeepCopy()
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.progress = err.Error()
+		w.d.events.Eventf(pod, v1.EventTypeWarning, "ResizeError", "%s", resizeEventMessage(pod, "Pod resize error", r.progress))
+		return err
+	}
+	r.progress = ""
+	if len(plan.Restart) > 0 {
+		return nil
+	}
+	return w.ensurePodCgroup(pod, parent)
+}
+
+// admittedPods are the pods a resize must fit beside.
+func (m *Manager) admittedPods() []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.admittedPodsLocked()
+}
+
+// podCgroupParent is the pod's cgroup as the sandbox config names it.
+func (w *worker) podCgroupParent(pod *v1.Pod) string {
+	if w.d.node.CgroupRoot == "" || w.d.node.FlatCgroups {
+		return ""
+	}
+	return criconfig.PodCgroupParent(w.d.node.CgroupRoot, criconfig.QOSClass(pod), pod.UID)
+}
+
+// withResizeRestarts adds the containers a resize restarts to the plan:
+// stopped and started again in this sync, as for a changed definition.
+func withResizeRestarts(plan Plan, rp ResizePlan) Plan {
+	for id, k := range rp.Restart {
+		if _, dup := plan.ContainersToKill[id]; !dup {
+			plan.ContainersToKill[id] = k
+		}
+	}
+	for _, i := range rp.RestartIndex {
+		dup := false
+		for _, j := range plan.ContainersToStart {
+			dup = dup || i == j
+		}
+		if !dup {
+			plan.ContainersToStart = append(plan.ContainersToStart, i)
+		}
+	}
+	return plan
+}
+
+// applyResizeStatus reports allocation and actuated resources and the
+// resize conditions (the worker's lock is held).
+func (w *worker) applyResizeStatus(pod *v1.Pod, st *runtime.PodStatus, s *v1.PodStatus, old *v1.PodStatus) {
+	r := &w.resize
+	if r.alloc == nil {
+		return
+	}
+	allocated := WithAllocation(pod, r.alloc)
+	r.observeContainers(allocated, st)
+	setResizeStatus(s, r.alloc, r.actuated)
+	resizing := inProgress(allocated, st, r.alloc, r.actuated)
+	if r.resizing && !resizing {
+		w.d.events.Eventf(pod, v1.EventTypeNormal, "ResizeCompleted", "%s", resizeEventMessage(allocated, "Pod resize completed", ""))
+	}
+	r.resizing = resizing
+	var prev []v1.PodCondition
+	if old != nil {
+		prev = old.Conditions
+	}
+	s.Conditions = append(s.Conditions, resizeConditions(r.pending, resizing, r.progress, prev, metav1.NewTime(w.d.now()))...)
+}
