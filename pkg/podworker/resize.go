@@ -117,8 +117,9 @@ type ResizePlan struct {
 	// Restart maps the ID of a container that must restart for its resize
 	// (a changed resource's resizePolicy is RestartContainer) to why.
 	Restart map[string]KillReason
-	// RestartIndex are the spec.containers indexes of those restarts.
-	RestartIndex []int
+	// RestartIndex and RestartSidecars are the spec.containers and
+	// spec.initContainers indexes of those restarts.
+	RestartIndex, RestartSidecars []int
 }
 
 // ContainerResize is one in-place update.
@@ -152,9 +153,12 @@ func (p ResizePlan) String() string {
 // (WithAllocation). It is pure.
 func ComputeResizeActions(pod *v1.Pod, st *runtime.PodStatus, actuated Allocation) ResizePlan {
 	p := ResizePlan{Restart: map[string]KillReason{}}
-	index := map[string]int{}
+	index, sidecars := map[string]int{}, map[string]int{}
 	for i := range pod.Spec.Containers {
 		index[pod.Spec.Containers[i].Name] = i
+	}
+	for i := range pod.Spec.InitContainers {
+		sidecars[pod.Spec.InitContainers[i].Name] = i
 	}
 	for _, c := range resizableContainers(pod) {
 		cs := st.Latest(c.Name)
@@ -170,15 +174,19 @@ func ComputeResizeActions(pod *v1.Pod, st *runtime.PodStatus, actuated Allocatio
 		for _, name := range changed {
 			restart = restart || resizeRestartPolicy(c, name) == v1.RestartContainer
 		}
-		i, regular := index[c.Name]
-		if restart && regular {
+		if restart {
 			p.Restart[cs.ID] = KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s resize requires restart", c.Name)}
-			p.RestartIndex = append(p.RestartIndex, i)
+			if i, regular := index[c.Name]; regular {
+				p.RestartIndex = append(p.RestartIndex, i)
+			} else {
+				p.RestartSidecars = append(p.RestartSidecars, sidecars[c.Name])
+			}
 			continue
 		}
 		p.Update = append(p.Update, ContainerResize{Name: c.Name, ID: cs.ID, Resources: *c.Resources.DeepCopy()})
 	}
 	sort.Ints(p.RestartIndex)
+	sort.Ints(p.RestartSidecars)
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,9 @@ func (w *worker) syncResize(pod *v1.Pod, st *runtime.PodStatus) (*v1.Pod, Resize
 		r.pending = ResizeDecision{}
 	}
 	allocated := WithAllocation(pod, r.alloc)
+	w.mu.Lock()
+	w.allocatedPod = allocated
+	w.mu.Unlock()
 	return allocated, ComputeResizeActions(allocated, st, r.actuated)
 }
 
@@ -118,11 +122,22 @@ func (w *worker) resizeInPlace(ctx context.Context, pod *v1.Pod, plan ResizePlan
 	return w.ensurePodCgroup(pod, parent)
 }
 
-// admittedPods are the pods a resize must fit beside.
+// admittedPods are the pods a resize must fit beside, each with the
+// resources its node admitted (upstream's getAllocatedPods).
 func (m *Manager) admittedPods() []*v1.Pod {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.admittedPodsLocked()
+	pods := m.admittedPodsLocked()
+	for i, p := range pods {
+		if w := m.workers[p.UID]; w != nil {
+			w.mu.Lock()
+			if w.allocatedPod != nil {
+				pods[i] = w.allocatedPod
+			}
+			w.mu.Unlock()
+		}
+	}
+	return pods
 }
 
 // podCgroupParent is the pod's cgroup as the sandbox config names it.
@@ -141,16 +156,18 @@ func withResizeRestarts(plan Plan, rp ResizePlan) Plan {
 			plan.ContainersToKill[id] = k
 		}
 	}
-	for _, i := range rp.RestartIndex {
-		dup := false
-		for _, j := range plan.ContainersToStart {
-			dup = dup || i == j
-		}
-		if !dup {
-			plan.ContainersToStart = append(plan.ContainersToStart, i)
+	plan.ContainersToStart = addIndexes(plan.ContainersToStart, rp.RestartIndex)
+	plan.SidecarsToStart = addIndexes(plan.SidecarsToStart, rp.RestartSidecars)
+	return plan
+}
+
+func addIndexes(list, more []int) []int {
+	for _, i := range more {
+		if !slices.Contains(list, i) {
+			list = append(list, i)
 		}
 	}
-	return plan
+	return list
 }
 
 // applyResizeStatus reports allocation and actuated resources and the

@@ -254,3 +254,21 @@ func TestResizeScenario(t *testing.T) {
 		t.Errorf("an infeasible resize was allocated: %v", cs.AllocatedResources)
 	}
 }
+
+// A sidecar whose memory resize restarts it is started again among the
+// sidecars.
+func TestResizeRestartsSidecar(t *testing.T) {
+	pod := resizeBasePod()
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{{Name: "side", Image: "busybox:1", RestartPolicy: &always, Resources: guaranteed("100m", "64Mi"),
+		ResizePolicy: []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}}}
+	st := planBaseStatus(pod)
+	st.Containers = append(st.Containers, &runtime.ContainerStatus{ID: "id-side", Name: "side", State: criv1.ContainerState_CONTAINER_RUNNING})
+	actuated := AllocationOf(pod)
+	pod.Spec.InitContainers[0].Resources = guaranteed("100m", "128Mi")
+	rp := ComputeResizeActions(pod, st, actuated)
+	plan := withResizeRestarts(Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}}, rp)
+	if !reflect.DeepEqual(plan.SidecarsToStart, []int{0}) || plan.ContainersToKill["id-side"].Name != "side" || len(plan.ContainersToStart) != 0 {
+		t.Errorf("plan %s", plan)
+	}
+}

@@ -66,7 +66,8 @@ type worker struct {
 
 	cancelSync context.CancelFunc // interrupts the sync in progress
 
-	resize resizeState // the allocated and actuated resources (in-place resize)
+	resize       resizeState // the allocated and actuated resources (in-place resize)
+	allocatedPod *v1.Pod     // the pod with its allocation, for the other pods' resizes
 }
 
 func newWorker(d deps, pod *v1.Pod) *worker {
