@@ -2,11 +2,16 @@ package podworker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -15,8 +20,11 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
-// resizeState is what a worker keeps of its pod's resources, in memory
-// (the kubelet checkpoints both to disk).
+// resizeState is what a worker keeps of its pod's resources; the
+// allocation and the actuated resources are checkpointed in the pod's
+// directory, as the kubelet checkpoints allocated_pods_state and
+// actuated_pods_state, so that an agent restart neither forgets a resize
+// held back nor takes a resize not yet applied for done.
 type resizeState struct {
 	alloc    Allocation        // nil before the first sync
 	actuated Allocation        // by container name, for the running containers
@@ -24,6 +32,84 @@ type resizeState struct {
 	pending  ResizeDecision
 	progress string // the last in-place update's error
 	resizing bool   // a resize was in progress at the last status
+	saved    *resizeCheckpoint
+}
+
+// resizeCheckpoint is the file's content.
+type resizeCheckpoint struct {
+	Allocated    Allocation        `json:"allocated"`
+	Actuated     Allocation        `json:"actuated"`
+	ContainerIDs map[string]string `json:"containerIDs"`
+}
+
+const resizeCheckpointFile = "resources_state.json"
+
+// loadResizeState reads the checkpoint a previous agent left, if any.
+func (w *worker) loadResizeState() bool {
+	if w.d.rootDir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(w.podDir(), resizeCheckpointFile))
+	if err != nil {
+		return false
+	}
+	var c resizeCheckpoint
+	if err := json.Unmarshal(b, &c); err != nil || c.Allocated == nil {
+		w.log.Warn("resize checkpoint unreadable; using the spec's resources", "err", err)
+		return false
+	}
+	r := &w.resize
+	r.alloc, r.actuated, r.seen, r.saved = c.Allocated, c.Actuated, c.ContainerIDs, &c
+	if r.actuated == nil {
+		r.actuated = Allocation{}
+	}
+	if r.seen == nil {
+		r.seen = map[string]string{}
+	}
+	return true
+}
+
+// saveResizeState writes the checkpoint when it changed.
+func (w *worker) saveResizeState() {
+	r := &w.resize
+	if w.d.rootDir == "" {
+		return
+	}
+	c := &resizeCheckpoint{Allocated: r.alloc, Actuated: r.actuated, ContainerIDs: r.seen}
+	if r.saved != nil && apiequality.Semantic.DeepEqual(r.saved, c) {
+		return
+	}
+	b, err := json.Marshal(c)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(w.podDir(), resizeCheckpointFile), b)
+	}
+	if err != nil {
+		w.log.Warn("write resize checkpoint", "err", err)
+		return
+	}
+	saved := *c
+	saved.Allocated, saved.Actuated = cloneAllocation(c.Allocated), cloneAllocation(c.Actuated)
+	saved.ContainerIDs = maps.Clone(c.ContainerIDs)
+	r.saved = &saved
+}
+
+func cloneAllocation(a Allocation) Allocation {
+	out := make(Allocation, len(a))
+	for k, v := range a {
+		out[k] = *v.DeepCopy()
+	}
+	return out
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // resourceUpdater is the runtime's UpdateContainerResources.
@@ -49,7 +135,7 @@ func (r *resizeState) observeContainers(pod *v1.Pod, st *runtime.PodStatus) {
 // the node runs it (its allocation) with what its running containers need.
 func (w *worker) syncResize(pod *v1.Pod, st *runtime.PodStatus) (*v1.Pod, ResizePlan) {
 	r := &w.resize
-	if r.alloc == nil {
+	if r.alloc == nil && !w.loadResizeState() {
 		r.alloc, r.actuated, r.seen = AllocationOf(pod), Allocation{}, map[string]string{}
 	}
 	r.observeContainers(WithAllocation(pod, r.alloc), st)
@@ -185,6 +271,7 @@ func (w *worker) applyResizeStatus(pod *v1.Pod, st *runtime.PodStatus, s *v1.Pod
 		w.d.events.Eventf(pod, v1.EventTypeNormal, "ResizeCompleted", "%s", resizeEventMessage(allocated, "Pod resize completed", ""))
 	}
 	r.resizing = resizing
+	w.saveResizeState()
 	var prev []v1.PodCondition
 	if old != nil {
 		prev = old.Conditions

@@ -272,3 +272,20 @@ func TestResizeRestartsSidecar(t *testing.T) {
 		t.Errorf("plan %s", plan)
 	}
 }
+
+// The allocation and the actuated resources survive the worker: a new
+// one (the agent restarted) reads them back instead of taking the spec's.
+func TestResizeCheckpoint(t *testing.T) {
+	d := deps{rootDir: t.TempDir(), log: quietLogger()}
+	pod := resizeBasePod()
+	w := &worker{d: d, uid: pod.UID, log: d.log}
+	w.resize = resizeState{alloc: AllocationOf(pod), actuated: Allocation{"foo1": guaranteed("50m", "64Mi")}, seen: map[string]string{"foo1": "id-foo1"}}
+	w.saveResizeState()
+	again := &worker{d: d, uid: pod.UID, log: d.log}
+	if !again.loadResizeState() {
+		t.Fatal("no checkpoint read")
+	}
+	if got := again.resize.actuated["foo1"]; got.Limits.Cpu().String() != "50m" || again.resize.seen["foo1"] != "id-foo1" || len(again.resize.alloc) != 2 {
+		t.Errorf("read back %+v", again.resize)
+	}
+}
