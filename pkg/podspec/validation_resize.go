@@ -1,8 +1,6 @@
 package podspec
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -51,9 +49,9 @@ func validateResizePolicy(policies []v1.ContainerResizePolicy, podRestart v1.Res
 // once everything but the containers' resources and resize policies has
 // been put back from oldPod, as upstream's ValidatePodResize: the new pod
 // is valid, static, Windows and pod-level-resources pods are not resized,
-// the QoS class stays, requests and limits are not removed, a memory
-// limit is neither lowered nor added unless memory's resizePolicy is
-// RestartContainer, and only cpu and memory change.
+// the QoS class stays, requests and limits are not removed, and only cpu
+// and memory change. Memory limits may go down whatever the resizePolicy
+// since v1.34 (kubernetes#133012): the node checks the usage first.
 func ValidateResize(newPod, oldPod *v1.Pod) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newPod.ObjectMeta, &oldPod.ObjectMeta, metaPath)
@@ -78,14 +76,14 @@ func ValidateResize(newPod, oldPod *v1.Pod) field.ErrorList {
 	for i := range oldPod.Spec.InitContainers {
 		if i < len(newPod.Spec.InitContainers) && podutil.IsSidecar(&oldPod.Spec.InitContainers[i]) {
 			c := &newPod.Spec.InitContainers[i]
-			allErrs = append(allErrs, validateContainerResize(&c.Resources, &oldPod.Spec.InitContainers[i].Resources, c.ResizePolicy,
+			allErrs = append(allErrs, validateContainerResize(&c.Resources, &oldPod.Spec.InitContainers[i].Resources,
 				spec.Child("initContainers").Index(i).Child("resources"))...)
 		}
 	}
 	for i := range oldPod.Spec.Containers {
 		if i < len(newPod.Spec.Containers) {
 			c := &newPod.Spec.Containers[i]
-			allErrs = append(allErrs, validateContainerResize(&c.Resources, &oldPod.Spec.Containers[i].Resources, c.ResizePolicy,
+			allErrs = append(allErrs, validateContainerResize(&c.Resources, &oldPod.Spec.Containers[i].Resources,
 				spec.Child("containers").Index(i).Child("resources"))...)
 		}
 	}
@@ -118,7 +116,7 @@ func resizeSupported(pod *v1.Pod) bool {
 	return true
 }
 
-func validateContainerResize(cur, old *v1.ResourceRequirements, policies []v1.ContainerResizePolicy, p *field.Path) field.ErrorList {
+func validateContainerResize(cur, old *v1.ResourceRequirements, p *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if resourcesRemoved(cur.Requests, old.Requests) {
 		allErrs = append(allErrs, field.Forbidden(p.Child("requests"), "resource requests cannot be removed"))
@@ -126,33 +124,7 @@ func validateContainerResize(cur, old *v1.ResourceRequirements, policies []v1.Co
 	if resourcesRemoved(cur.Limits, old.Limits) {
 		allErrs = append(allErrs, field.Forbidden(p.Child("limits"), "resource limits cannot be removed"))
 	}
-	if memoryRestartPolicy(policies) != v1.NotRequired {
-		return allErrs
-	}
-	memPath := p.Child("limits").Key(string(v1.ResourceMemory))
-	newLim, hasNew := cur.Limits[v1.ResourceMemory]
-	oldLim, hasOld := old.Limits[v1.ResourceMemory]
-	switch {
-	case hasNew && hasOld && newLim.Cmp(oldLim) < 0:
-		allErrs = append(allErrs, field.Forbidden(memPath, fmt.Sprintf("memory limits cannot be decreased unless resizePolicy is %s", v1.RestartContainer)))
-	case hasNew && !hasOld:
-		// From no limit ("max") to one is a decrease too.
-		allErrs = append(allErrs, field.Forbidden(memPath, fmt.Sprintf("memory limits cannot be added unless resizePolicy is %s", v1.RestartContainer)))
-	}
 	return allErrs
-}
-
-// memoryRestartPolicy is the container's policy for memory, NotRequired
-// when it names none.
-func memoryRestartPolicy(policies []v1.ContainerResizePolicy) v1.ResourceResizeRestartPolicy {
-	for _, rp := range policies {
-		if rp.ResourceName == v1.ResourceMemory && rp.RestartPolicy != "" {
-			return rp.RestartPolicy
-		} else if rp.ResourceName == v1.ResourceMemory {
-			break
-		}
-	}
-	return v1.NotRequired
 }
 
 func resourcesRemoved(cur, old v1.ResourceList) bool {

@@ -204,6 +204,17 @@ func changedResources(a, b v1.ResourceRequirements) []v1.ResourceName {
 	return out
 }
 
+// memoryLimitDecrease gives the new memory limit when a resize lowers it
+// (or sets one where there was none).
+func memoryLimitDecrease(cur, next v1.ResourceRequirements) (int64, bool) {
+	lim, has := next.Limits[v1.ResourceMemory]
+	old, had := cur.Limits[v1.ResourceMemory]
+	if !has || (had && lim.Cmp(old) >= 0) {
+		return 0, false
+	}
+	return lim.Value(), true
+}
+
 // resizeRestartPolicy is the container's policy for a resource,
 // NotRequired when it names none (the API's default).
 func resizeRestartPolicy(c *v1.Container, name v1.ResourceName) v1.ResourceResizeRestartPolicy {

@@ -117,6 +117,11 @@ type resourceUpdater interface {
 	UpdateContainerResources(ctx context.Context, id string, resources *criv1.ContainerResources) error
 }
 
+// statsLister reads container usage (the memory limit decrease check).
+type statsLister interface {
+	ListContainerStats(ctx context.Context, filter *criv1.ContainerStatsFilter) ([]*criv1.ContainerStats, error)
+}
+
 // observeContainers records, for each running container not seen yet,
 // that it runs with the allocation it was created with.
 func (r *resizeState) observeContainers(pod *v1.Pod, st *runtime.PodStatus) {
@@ -189,6 +194,10 @@ func (w *worker) resizeInPlace(ctx context.Context, pod *v1.Pod, plan ResizePlan
 		if c == nil {
 			continue
 		}
+		if err := w.checkMemoryDecrease(ctx, u, r.actuated[u.Name]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		res := &criv1.ContainerResources{Linux: criconfig.ContainerResources(pod, c, w.d.node)}
 		if err := updater.UpdateContainerResources(ctx, u.ID, res); err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", u.Name, err))
@@ -206,6 +215,39 @@ func (w *worker) resizeInPlace(ctx context.Context, pod *v1.Pod, plan ResizePlan
 		return nil
 	}
 	return w.ensurePodCgroup(pod, parent)
+}
+
+// checkMemoryDecrease is the kubelet's best-effort guard against an
+// OOM kill by a resize (validateMemoryResizeAction): a memory limit is
+// not lowered to or below the container's current usage, and the resize
+// stays in progress with the error.
+func (w *worker) checkMemoryDecrease(ctx context.Context, u ContainerResize, cur v1.ResourceRequirements) error {
+	limit, lower := memoryLimitDecrease(cur, u.Resources)
+	if !lower {
+		return nil
+	}
+	var usage *criv1.UInt64Value
+	if lister, ok := w.d.runtime.(statsLister); ok {
+		stats, err := lister.ListContainerStats(ctx, &criv1.ContainerStatsFilter{Id: u.ID})
+		if err != nil {
+			return fmt.Errorf("container %q memory usage: %w", u.Name, err)
+		}
+		for _, s := range stats {
+			if s.GetAttributes().GetId() == u.ID && s.GetMemory() != nil {
+				// containerd 1.6 reports the working set, not always the usage.
+				if usage = s.GetMemory().GetUsageBytes(); usage == nil {
+					usage = s.GetMemory().GetWorkingSetBytes()
+				}
+			}
+		}
+	}
+	if usage == nil {
+		return fmt.Errorf("missing container %q memory usage", u.Name)
+	}
+	if usage.GetValue() >= uint64(limit) {
+		return fmt.Errorf("attempting to set container %q memory limit (%d) below current usage (%d)", u.Name, limit, usage.GetValue())
+	}
+	return nil
 }
 
 // admittedPods are the pods a resize must fit beside, each with the

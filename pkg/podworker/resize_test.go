@@ -1,6 +1,7 @@
 package podworker
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -287,5 +288,39 @@ func TestResizeCheckpoint(t *testing.T) {
 	}
 	if got := again.resize.actuated["foo1"]; got.Limits.Cpu().String() != "50m" || again.resize.seen["foo1"] != "id-foo1" || len(again.resize.alloc) != 2 {
 		t.Errorf("read back %+v", again.resize)
+	}
+}
+
+// statsRuntime is the fake CRI answering container stats with usage.
+type statsRuntime struct {
+	*critest.FakeRuntimeService
+	usage map[string]uint64
+}
+
+func (s statsRuntime) ListContainerStats(_ context.Context, f *criv1.ContainerStatsFilter) ([]*criv1.ContainerStats, error) {
+	u, ok := s.usage[f.GetId()]
+	if !ok {
+		return nil, nil
+	}
+	return []*criv1.ContainerStats{{Attributes: &criv1.ContainerAttributes{Id: f.GetId()}, Memory: &criv1.MemoryUsage{UsageBytes: &criv1.UInt64Value{Value: u}}}}, nil
+}
+
+// A memory limit goes down only above the container's usage (the
+// kubelet's best-effort OOM guard).
+func TestCheckMemoryDecrease(t *testing.T) {
+	w := &worker{d: deps{runtime: statsRuntime{critest.NewFakeRuntimeService(), map[string]uint64{"busy": 40 << 20, "idle": 10 << 20}}}}
+	cur := guaranteed("100m", "64Mi")
+	for _, tc := range []struct {
+		id, mem, want string
+	}{
+		{"busy", "128Mi", ""}, // an increase is not checked
+		{"idle", "32Mi", ""},
+		{"busy", "32Mi", `attempting to set container "c" memory limit (33554432) below current usage (41943040)`},
+		{"gone", "32Mi", `missing container "c" memory usage`},
+	} {
+		err := w.checkMemoryDecrease(context.Background(), ContainerResize{Name: "c", ID: tc.id, Resources: guaranteed("100m", tc.mem)}, cur)
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%s to %s: %v, want %q", tc.id, tc.mem, err, tc.want)
+		}
 	}
 }

@@ -69,8 +69,9 @@ func containerCgroupFile(t *testing.T, pod *v1.Pod, hierarchy, file string) stri
 
 // kubectl patch --subresource resize changes a running container's cpu
 // limit in place (NotRequired): its cgroup's quota follows without a
-// restart and the status reports the new resources; a resize beyond the
-// node's cpu is Infeasible and changes nothing.
+// restart and the status reports the new resources; so does a memory limit
+// decrease above the usage; a resize beyond the node's cpu is Infeasible
+// and changes nothing.
 func TestResizeCPUInPlace(t *testing.T) {
 	newAgent(t)
 	waitSchedulable(t)
@@ -108,6 +109,27 @@ func TestResizeCPUInPlace(t *testing.T) {
 	}
 	if resized.Generation != pod.Generation+1 {
 		t.Errorf("generation %d, want %d", resized.Generation, pod.Generation+1)
+	}
+
+	// A memory limit decrease with NotRequired (allowed since v1.34): the
+	// container uses far less, so it is applied in place.
+	mustKubectl(t, "patch", "pod", "resize-cpu", "--subresource", "resize", "--patch",
+		`{"spec":{"containers":[{"name":"main","resources":{"requests":{"memory":"48Mi"},"limits":{"memory":"48Mi"}}}]}}`)
+	waitFor(t, apiTimeout, "the memory decrease in the status", func() (bool, error) {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "resize-cpu", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		resized = p
+		cs := p.Status.ContainerStatuses[0]
+		return cs.Resources.Limits.Memory().Value() == 48<<20 && resizeCondition(p, v1.PodResizeInProgress) == nil,
+			fmt.Errorf("resources %v, conditions %v", cs.Resources, p.Status.Conditions)
+	})
+	if got := containerCgroupFile(t, resized, "memory", "memory.limit_in_bytes"); got != strconv.Itoa(48<<20) {
+		t.Errorf("container memory.limit_in_bytes after the decrease = %s, want %d", got, 48<<20)
+	}
+	if cs := resized.Status.ContainerStatuses[0]; cs.RestartCount != 0 {
+		t.Errorf("restartCount %d after an in-place memory decrease", cs.RestartCount)
 	}
 
 	// 1000 cores: more than the node has.

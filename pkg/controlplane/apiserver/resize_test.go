@@ -51,8 +51,6 @@ func TestPodResizeSubresource(t *testing.T) {
 	for _, tc := range []struct{ name, patch, want string }{
 		{"qos", `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"400m"}}}]}}`,
 			"Pod QOS Class may not change as a result of resizing"},
-		{"memory decrease", `{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"32Mi"},"limits":{"memory":"32Mi"}}}]}}`,
-			"spec.containers[0].resources.limits[memory]: Forbidden: memory limits cannot be decreased unless resizePolicy is RestartContainer"},
 		{"removed", `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":null}}}]}}`,
 			"spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"},
 		{"other resource", `{"spec":{"containers":[{"name":"c","resources":{"requests":{"ephemeral-storage":"1Gi"},"limits":{"ephemeral-storage":"1Gi"}}}]}}`,
@@ -64,16 +62,11 @@ func TestPodResizeSubresource(t *testing.T) {
 		}
 	}
 
-	// A memory decrease is allowed once memory's resizePolicy restarts the
-	// container (the policy itself is set at creation).
-	restart := resizablePod("r")
-	restart.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
-	if _, err := pods.Create(ctxT(t), restart, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// A memory limit decrease is allowed whatever the resizePolicy (since
+	// v1.34: the node checks the usage before it applies it).
 	lower := `{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"32Mi"},"limits":{"memory":"32Mi"}}}]}}`
-	if _, err := pods.Patch(ctxT(t), "r", types.StrategicMergePatchType, []byte(lower), metav1.PatchOptions{}, "resize"); err != nil {
-		t.Errorf("memory decrease with RestartContainer: %v", err)
+	if _, err := pods.Patch(ctxT(t), "p", types.StrategicMergePatchType, []byte(lower), metav1.PatchOptions{}, "resize"); err != nil {
+		t.Errorf("memory decrease: %v", err)
 	}
 
 	// The pod itself still may not change its resources.
