@@ -257,14 +257,15 @@ func upperBound(pod *v1.Pod, actuated Allocation) *v1.Pod {
 // resizeConditions are the PodResizePending and PodResizeInProgress
 // conditions the status reports: pending while a resize waits for the
 // node (Infeasible, Deferred), in progress while an allocation is not yet
-// actuated (with reason Error and the error when an update failed).
-func resizeConditions(pending ResizeDecision, inProgress bool, progressErr string, old []v1.PodCondition, now metav1.Time) []v1.PodCondition {
+// actuated (with reason Error and the error when an update failed). Each
+// observes the generation of the pod it was decided for.
+func resizeConditions(pending ResizeDecision, pendingGen int64, inProgress bool, progressGen int64, progressErr string, old []v1.PodCondition, now metav1.Time) []v1.PodCondition {
 	var out []v1.PodCondition
 	if pending.Reason != "" {
-		out = append(out, keepTransition(v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: pending.Reason, Message: pending.Message}, old, now))
+		out = append(out, keepTransition(v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: pending.Reason, Message: pending.Message, ObservedGeneration: pendingGen}, old, now))
 	}
 	if inProgress {
-		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: progressGen}
 		if progressErr != "" {
 			c.Reason, c.Message = v1.PodReasonError, progressErr
 		}

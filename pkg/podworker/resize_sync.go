@@ -31,8 +31,11 @@ type resizeState struct {
 	seen     map[string]string // container name -> the ID its actuated resources are of
 	pending  ResizeDecision
 	progress string // the last in-place update's error
-	resizing bool   // a resize was in progress at the last status
-	saved    *resizeCheckpoint
+	// pendingGen and progressGen are the pod generations the pending
+	// decision and the admitted resize were made for.
+	pendingGen, progressGen int64
+	resizing                bool // a resize was in progress at the last status
+	saved                   *resizeCheckpoint
 }
 
 // resizeCheckpoint is the file's content.
@@ -151,7 +154,7 @@ func (w *worker) syncResize(pod *v1.Pod, st *runtime.PodStatus) (*v1.Pod, Resize
 	d := DecideResize(pod, r.alloc, others, w.d.node.Allocatable)
 	switch {
 	case d.Admit:
-		r.alloc, r.pending, r.progress, r.resizing = AllocationOf(pod), ResizeDecision{}, "", true
+		r.alloc, r.pending, r.progress, r.resizing, r.progressGen = AllocationOf(pod), ResizeDecision{}, "", true, pod.Generation
 		w.d.events.Eventf(pod, v1.EventTypeNormal, "ResizeStarted", "%s", resizeEventMessage(pod, "Pod resize started", ""))
 	case d.Reason != "" && d != r.pending:
 		reason := "ResizeDeferred"
@@ -159,7 +162,9 @@ func (w *worker) syncResize(pod *v1.Pod, st *runtime.PodStatus) (*v1.Pod, Resize
 			reason = "ResizeInfeasible"
 		}
 		w.d.events.Eventf(pod, v1.EventTypeWarning, reason, "%s", resizeEventMessage(pod, "Pod resize "+d.Reason, d.Message))
-		r.pending = d
+		r.pending, r.pendingGen = d, pod.Generation
+	case d.Reason != "":
+		r.pendingGen = pod.Generation
 	case d.Reason == "":
 		r.pending = ResizeDecision{}
 	}
@@ -318,5 +323,5 @@ func (w *worker) applyResizeStatus(pod *v1.Pod, st *runtime.PodStatus, s *v1.Pod
 	if old != nil {
 		prev = old.Conditions
 	}
-	s.Conditions = append(s.Conditions, resizeConditions(r.pending, resizing, r.progress, prev, metav1.NewTime(w.d.now()))...)
+	s.Conditions = append(s.Conditions, resizeConditions(r.pending, r.pendingGen, resizing, r.progressGen, r.progress, prev, metav1.NewTime(w.d.now()))...)
 }

@@ -148,11 +148,11 @@ func TestResizeConditions(t *testing.T) {
 	earlier := metav1.Unix(50, 0)
 	pending := ResizeDecision{Reason: v1.PodReasonDeferred, Message: "m"}
 	old := []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred, Message: "m", LastTransitionTime: earlier, LastProbeTime: earlier}}
-	got := resizeConditions(pending, true, "boom", old, now)
-	if len(got) != 2 || got[0].LastTransitionTime != earlier || got[1].Type != v1.PodResizeInProgress || got[1].Reason != v1.PodReasonError || got[1].Message != "boom" || got[1].LastTransitionTime != now {
+	got := resizeConditions(pending, 3, true, 2, "boom", old, now)
+	if len(got) != 2 || got[0].LastTransitionTime != earlier || got[0].ObservedGeneration != 3 || got[1].ObservedGeneration != 2 || got[1].Type != v1.PodResizeInProgress || got[1].Reason != v1.PodReasonError || got[1].Message != "boom" || got[1].LastTransitionTime != now {
 		t.Errorf("conditions %+v", got)
 	}
-	if got := resizeConditions(ResizeDecision{}, false, "", old, now); len(got) != 0 {
+	if got := resizeConditions(ResizeDecision{}, 0, false, 0, "", old, now); len(got) != 0 {
 		t.Errorf("conditions with nothing to resize: %+v", got)
 	}
 }
@@ -246,7 +246,7 @@ func TestResizeScenario(t *testing.T) {
 	eventually(t, "PodResizePending", func() (bool, string) {
 		for _, c := range h.pod(pod.UID).Status.Conditions {
 			if c.Type == v1.PodResizePending {
-				return c.Reason == v1.PodReasonInfeasible && c.Message == "Node didn't have enough capacity: cpu, requested: 64000, capacity: 2000", c.Message
+				return c.Reason == v1.PodReasonInfeasible && c.Message == "Node didn't have enough capacity: cpu, requested: 64000, capacity: 2000" && c.ObservedGeneration == 3, c.Message
 			}
 		}
 		return false, "no condition"

@@ -141,7 +141,7 @@ func TestResizeCPUInPlace(t *testing.T) {
 			return false, err
 		}
 		c := resizeCondition(p, v1.PodResizePending)
-		return c != nil && c.Reason == v1.PodReasonInfeasible &&
+		return c != nil && c.Reason == v1.PodReasonInfeasible && c.ObservedGeneration == p.Generation &&
 			strings.HasPrefix(c.Message, "Node didn't have enough capacity: cpu, requested: 1000000, capacity: "), fmt.Errorf("conditions %v", p.Status.Conditions)
 	})
 	p, err := admin.CoreV1().Pods("default").Get(ctx, "resize-cpu", metav1.GetOptions{})
