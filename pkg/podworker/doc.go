@@ -10,4 +10,11 @@
 // both are unit-tested with tables; the executor is tested end to end.
 // What the CRI is asked for (sandbox and container configs) is
 // translated from the pod by the pure package criconfig.
+//
+// In-place resize (resize.go): a worker runs its pod with the resources
+// the node admitted (the allocation, checkpointed in the pod's
+// directory). DecideResize admits a changed spec or holds it back
+// (PodResizePending: Infeasible, Deferred); ComputeResizeActions says
+// which running containers are updated in place (UpdateContainerResources)
+// and which restart (resizePolicy RestartContainer).
 package podworker
