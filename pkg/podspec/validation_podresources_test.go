@@ -54,12 +54,7 @@ func TestValidatePodLevelResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := basePod()
 			tc.mutate(pod)
-			var got []string
-			for _, e := range Validate(pod) {
-				got = append(got, e.Type.String()+": "+e.Field+": "+e.Detail)
-			}
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tc.want))
+			got, want := errDetails(Validate(pod)), slices.Sorted(slices.Values(tc.want))
 			if !slices.Equal(got, want) {
 				t.Errorf("errors:\n  got  %q\n  want %q", got, want)
 			}

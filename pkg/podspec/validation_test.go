@@ -211,6 +211,17 @@ func errStrings(errs field.ErrorList) []string {
 	return out
 }
 
+// errDetails renders errors as "<type>: <field>: <detail>", sorted, for
+// tests that check upstream's messages too.
+func errDetails(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Type.String()+": "+e.Field+": "+e.Detail)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Shorthands for the expected errors.
 func required(path string) string     { return "Required value: " + path }
 func invalid(path string) string      { return "Invalid value: " + path }
