@@ -28,19 +28,25 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	const want = `reason=FailedPrepareDynamicResources message="Failed to prepare dynamic resources: prepare dynamic resources: resource claim \"gpu\": this node agent does not do dynamic resource allocation (no DRA drivers)"`
-	if err := a.WaitLog(want, podTimeout); err != nil {
+	waitNoSandbox(t, a, "claims", `reason=FailedPrepareDynamicResources message="Failed to prepare dynamic resources: prepare dynamic resources: resource claim \"gpu\": this node agent does not do dynamic resource allocation (no DRA drivers)"`)
+}
+
+// waitNoSandbox waits for the agent to log the refusal of a static pod's
+// sandbox, then checks the pod is Pending with no sandbox in the runtime.
+func waitNoSandbox(t *testing.T, a *framework.Agent, name, logLine string) {
+	t.Helper()
+	if err := a.WaitLog(logLine, podTimeout); err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Pod("claims")
+	p, err := a.Pod(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Status.Phase != v1.PodPending {
 		t.Errorf("phase %s, want Pending", p.Status.Phase)
 	}
-	if sbs := sandboxesOf(t, string(p.UID)); len(sbs) != 0 {
-		t.Errorf("sandboxes created for the pod: %d", len(sbs))
+	if sbs := sandboxIDs(t, string(p.UID)); len(sbs) != 0 {
+		t.Errorf("sandboxes created for the pod: %v", sbs)
 	}
 }
 

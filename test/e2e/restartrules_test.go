@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
@@ -106,20 +103,7 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	const want = "reason=FailedCreatePodSandBox message=\"Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces\""
-	if err := a.WaitLog(want, podTimeout); err != nil {
-		t.Fatal(err)
-	}
-	p, err := a.Pod("userns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Status.Phase != v1.PodPending {
-		t.Errorf("phase %s, want Pending", p.Status.Phase)
-	}
-	if sbs := sandboxesOf(t, string(p.UID)); len(sbs) != 0 {
-		t.Errorf("sandboxes created for the pod: %d", len(sbs))
-	}
+	waitNoSandbox(t, a, "userns", "reason=FailedCreatePodSandBox message=\"Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces\"")
 }
 
 // supplementalGroupsPolicy Strict is rejected at admission where the
@@ -165,17 +149,6 @@ spec:
 	if u := status(t, merge, "c").User; u != nil {
 		t.Errorf("merge pod's container user %+v, want none from this runtime", u)
 	}
-}
-
-func sandboxesOf(t *testing.T, uid string) []*criv1.PodSandbox {
-	t.Helper()
-	sbs, err := cri.ListPodSandbox(context.Background(), &criv1.PodSandboxFilter{
-		LabelSelector: map[string]string{nart.LabelPodUID: uid},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sbs
 }
 
 // An image volume goes to the runtime as a CRI image mount, as the kubelet
