@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -445,9 +444,8 @@ func (w *worker) checkUserNamespace(ctx context.Context, pod *v1.Pod, handler st
 // status message alone (grpcstatus.FromError(err).Message()), without the
 // call's wrapping; other errors (the agent's own) as they are.
 func runtimeMessage(err error) string {
-	var se interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &se) {
-		return se.GRPCStatus().Message()
+	if st := grpcStatus(err); st != nil {
+		return st.Message()
 	}
 	return err.Error()
 }

@@ -47,9 +47,17 @@ func runtimeHandler(classes RuntimeClassGetter, pod *v1.Pod) (string, error) {
 // criError is the runtime's own error inside err (what the kubelet's
 // events quote: "rpc error: code = ... desc = ..."), else err.
 func criError(err error) error {
-	var se interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &se) && se.GRPCStatus() != nil {
-		return se.GRPCStatus().Err()
+	if st := grpcStatus(err); st != nil {
+		return st.Err()
 	}
 	return err
+}
+
+// grpcStatus is the runtime's gRPC status inside err, nil if there is none.
+func grpcStatus(err error) *status.Status {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus()
+	}
+	return nil
 }
