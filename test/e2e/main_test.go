@@ -150,3 +150,9 @@ func containersOf(t *testing.T, uid string) []*criv1.Container {
 	}
 	return cs
 }
+
+// gone reports whether path no longer exists.
+func gone(path string) bool {
+	_, err := os.Stat(path)
+	return os.IsNotExist(err)
+}

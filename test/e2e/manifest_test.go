@@ -119,14 +119,13 @@ spec:
 	if !fileContains(f, "got TERM") {
 		t.Errorf("the container did not receive SIGTERM")
 	}
-	if _, err := os.Stat(filepath.Dir(filepath.Dir(logPath))); !os.IsNotExist(err) {
-		t.Errorf("pod log directory not removed: %v", err)
-	}
-	// The pod's cgroup goes with it (the test agent's cgroupRoot is /nodeagent-e2e).
+	// The sandbox goes first; the log directory and the pod's cgroup (the
+	// test agent's cgroupRoot is /nodeagent-e2e) follow in the same cleanup.
+	waitUntil(t, 30*time.Second, "the pod's log directory to be removed", func() bool {
+		return gone(filepath.Dir(filepath.Dir(logPath)))
+	})
 	cg := "/sys/fs/cgroup/memory/nodeagent-e2e/kubepods/besteffort/pod" + string(p.UID)
-	if _, err := os.Stat(cg); !os.IsNotExist(err) {
-		t.Errorf("pod cgroup %s not removed: %v", cg, err)
-	}
+	waitUntil(t, 30*time.Second, "pod cgroup "+cg+" to be removed", func() bool { return gone(cg) })
 }
 
 func TestContainerIgnoringSIGTERMIsKilledAfterGracePeriod(t *testing.T) {

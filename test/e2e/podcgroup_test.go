@@ -131,9 +131,7 @@ spec:
 	}
 	waitRuntimeEmpty(t, podTimeout)
 	for _, d := range dirs {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("pod cgroup %s not removed: %v", d, err)
-		}
+		waitUntil(t, podTimeout, "pod cgroup "+d+" to be removed", func() bool { return gone(d) })
 	}
 }
 
