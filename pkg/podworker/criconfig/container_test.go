@@ -507,6 +507,14 @@ func TestOOMScoreAdj(t *testing.T) {
 		}
 		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
 	}
+	nodeCritical := func(p *v1.Pod, priority int32) *v1.Pod {
+		p.Spec.PriorityClassName, p.Spec.Priority = "system-node-critical", &priority
+		return p
+	}
+	static := func(p *v1.Pod) *v1.Pod {
+		p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+		return p
+	}
 	cases := []struct {
 		name string
 		pod  *v1.Pod
@@ -519,6 +527,10 @@ func TestOOMScoreAdj(t *testing.T) {
 		{"burstable all memory stays above guaranteed", pod("1000Mi", ""), 1000 * mi, 3},
 		{"burstable tiny request stays below best effort", pod("1", ""), 1000 * mi, 999},
 		{"capacity unknown", pod("100Mi", ""), 0, 999},
+		{"node-critical best effort is spared as guaranteed", nodeCritical(pod("", ""), 2_000_001_000), 1000 * mi, -997},
+		{"node-critical burstable", nodeCritical(pod("100Mi", ""), 2_000_001_000), 1000 * mi, -997},
+		{"node-critical class below the critical priority", nodeCritical(pod("", ""), 1000), 1000 * mi, 1000},
+		{"node-critical class on a static pod", static(nodeCritical(pod("", ""), 0)), 1000 * mi, -997},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,12 +30,16 @@ func containerResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *criv1.
 	return r
 }
 
-// oomScoreAdj follows the kubelet's QoS policy: guaranteed pods are
-// protected, best-effort ones go first, burstable ones in between by the
-// share of node memory they request. The runtime clamps the value when the
-// host refuses negative ones (restrict_oom_score_adj).
+// oomScoreAdj follows the kubelet's QoS policy (GetContainerOOMScoreAdjust):
+// node-critical pods (system-node-critical and critical) and guaranteed
+// ones are protected, best-effort ones go first, burstable ones in between
+// by the share of node memory they request. The runtime clamps the value
+// when the host refuses negative ones (restrict_oom_score_adj).
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	const guaranteed, bestEffort = -997, 1000
+	if podutil.IsNodeCritical(pod) {
+		return guaranteed
+	}
 	switch QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteed
