@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,6 +236,14 @@ func mergeStatus(old, reported v1.PodStatus) (v1.PodStatus, bool) {
 	for _, c := range old.Conditions {
 		if !have[c.Type] && (!podutil.IsKubeletCondition(c.Type) || c.Type == v1.PodScheduled) {
 			st.Conditions = append(st.Conditions, c)
+		}
+	}
+	// DisruptionTarget is shared with the kubelet: its own (a pod it
+	// preempted) goes with the move to a terminal phase, replacing the API's.
+	if !terminal(old.Phase) && terminal(reported.Phase) {
+		if i := slices.IndexFunc(reported.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget }); i >= 0 {
+			st.Conditions = slices.DeleteFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
+			st.Conditions = append(st.Conditions, *reported.Conditions[i].DeepCopy())
 		}
 	}
 	if st.NominatedNodeName == "" {

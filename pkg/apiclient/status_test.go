@@ -106,6 +106,38 @@ func TestStatusUpdateTakesForeignConditionsFromAPI(t *testing.T) {
 	}
 }
 
+// The kubelet's own DisruptionTarget (a pod it preempted) reaches the API
+// with the move to a terminal phase, as upstream's mergePodStatus sends
+// it; afterwards the API's copy stands.
+func TestStatusSendsKubeletDisruptionTargetWhenTerminal(t *testing.T) {
+	p := apiPod("web", "u1", v1.PodRunning)
+	s, cs := newTestStatus(t, p)
+	preempted := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
+		Message: "Pod was preempted by Kubelet to accommodate a critical pod."}
+	st := v1.PodStatus{Phase: v1.PodFailed, Reason: "Preempting", Message: "Preempted in order to admit critical pod",
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}, preempted}}
+	s.OnStatus(fromAPI(p), st)
+	drain(s)
+	find := func() *v1.PodCondition {
+		for _, c := range getPod(t, cs, "web").Status.Conditions {
+			if c.Type == v1.DisruptionTarget {
+				return &c
+			}
+		}
+		return nil
+	}
+	if c := find(); c == nil || c.Reason != v1.PodReasonTerminationByKubelet || c.Message != preempted.Message {
+		t.Fatalf("DisruptionTarget = %+v", c)
+	}
+	// Once terminal, a report's copy no longer overwrites the API's.
+	st.Conditions[1].Message = "changed"
+	s.OnStatus(fromAPI(getPod(t, cs, "web")), st)
+	drain(s)
+	if c := find(); c == nil || c.Message != preempted.Message {
+		t.Errorf("DisruptionTarget after = %+v", c)
+	}
+}
+
 func TestStatusNeverMovesTerminalPodBack(t *testing.T) {
 	p := apiPod("job", "u1", v1.PodSucceeded)
 	s, cs := newTestStatus(t, p)

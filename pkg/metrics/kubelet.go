@@ -30,6 +30,7 @@ type kubeletMetrics struct {
 	runningPods           *metrics.Gauge
 	runningContainers     *metrics.GaugeVec
 	imagePullDuration     *metrics.HistogramVec
+	preemptions           *metrics.CounterVec
 }
 
 func histogram(name, help string, buckets []float64) *metrics.Histogram {
@@ -92,6 +93,7 @@ func newKubeletMetrics() *kubeletMetrics {
 		runningContainers: gaugeVec("running_containers", "Number of containers currently running", "container_state"),
 		imagePullDuration: histogramVec("image_pull_duration_seconds",
 			"Duration in seconds to pull an image.", imagePullDurationBuckets, "image_size_in_bytes"),
+		preemptions: counterVec("preemptions", "Cumulative number of pod preemptions by preemption resource", "preemption_signal"),
 	}
 }
 
@@ -99,5 +101,5 @@ func (k *kubeletMetrics) register(r metrics.KubeRegistry) {
 	r.MustRegister(k.nodeName, k.podWorkerDuration, k.podStartDuration, k.podStartSLIDuration,
 		k.podStartTotalDuration, k.plegRelistDuration, k.plegRelistInterval, k.plegLastSeen,
 		k.runtimeOperations, k.runtimeDuration, k.runtimeErrors, k.runningPods, k.runningContainers,
-		k.imagePullDuration)
+		k.imagePullDuration, k.preemptions)
 }

@@ -84,6 +84,7 @@ func TestMetricsEndpointHasUpstreamNames(t *testing.T) {
 	m.PodStarted(&v1.Pod{}, time.Now(), time.Now())
 	m.ImagePullFinished("uid", time.Second, 0)
 	m.RuntimeCall("/runtime.v1.RuntimeService/StartContainer", 0, errors.New("boom"))
+	m.PodPreempted("pods")
 
 	fams := scrape(t, m.Handler())
 	want := map[string]dto.MetricType{
@@ -101,6 +102,7 @@ func TestMetricsEndpointHasUpstreamNames(t *testing.T) {
 		"kubelet_pleg_relist_interval_seconds":        dto.MetricType_HISTOGRAM,
 		"kubelet_pleg_last_seen_seconds":              dto.MetricType_GAUGE,
 		"kubelet_image_pull_duration_seconds":         dto.MetricType_HISTOGRAM,
+		"kubelet_preemptions":                         dto.MetricType_COUNTER,
 		"go_goroutines":                               dto.MetricType_GAUGE,
 		"process_cpu_seconds_total":                   dto.MetricType_COUNTER,
 	}
@@ -125,6 +127,9 @@ func TestMetricsEndpointHasUpstreamNames(t *testing.T) {
 	}
 	if v := series(t, fams, "kubelet_runtime_operations_errors_total", map[string]string{"operation_type": "start_container"}).GetCounter().GetValue(); v != 1 {
 		t.Errorf("start_container errors: %v", v)
+	}
+	if v := series(t, fams, "kubelet_preemptions", map[string]string{"preemption_signal": "pods"}).GetCounter().GetValue(); v != 1 {
+		t.Errorf("preemptions: %v", v)
 	}
 }
 

@@ -67,6 +67,12 @@ func (m *Metrics) PodStarted(pod *v1.Pod, firstSeen, running time.Time) {
 	m.kubelet.podStartTotalDuration.WithLabelValues().Observe(total.Seconds())
 }
 
+// PodPreempted counts a pod stopped to admit a critical pod, by the first
+// resource the critical pod lacked.
+func (m *Metrics) PodPreempted(signal string) {
+	m.kubelet.preemptions.WithLabelValues(signal).Inc()
+}
+
 // PodForgotten drops what is kept for a pod that left the node.
 func (m *Metrics) PodForgotten(pod types.UID) {
 	m.mu.Lock()

@@ -24,10 +24,13 @@ import (
 )
 
 // Node-level admission, as the kubelet's predicate admit handler
-// (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod: first the
-// pod's OS (checks preemption could not help), then resources, node name,
-// node selector/affinity and host ports against the pods already admitted,
-// then the node's NoExecute taints.
+// (pkg/kubelet/lifecycle/predicate.go) runs it on each new pod, static
+// ones included: first the pod's OS and supplementalGroupsPolicy (checks
+// preemption could not help), then the general filter: resources, node
+// name, node selector/affinity and host ports against the pods already
+// admitted, then the node's NoExecute taints (not for static pods). A
+// critical pod short of resources only is admitted by preempting others
+// (preemption.go).
 
 // The predicate admit handler's OS rejections: reasons and messages.
 const (
@@ -58,6 +61,9 @@ type AdmitResult struct {
 	Admit   bool
 	Reason  string
 	Message string
+	// shortage is set on an insufficient resource failure: what
+	// preemption would have to free.
+	shortage *resourceShortage
 }
 
 // NodeInfo is what admission knows of the node.
@@ -96,6 +102,7 @@ func insufficientResource(name v1.ResourceName, requested, used, capacity int64)
 		Reason: fmt.Sprintf("OutOf%s", name),
 		Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
 			name, requested, used, capacity),
+		shortage: &resourceShortage{Resource: name, Requested: requested, Used: used, Capacity: capacity},
 	}
 }
 
@@ -181,29 +188,29 @@ func toleratesNoExecute(pod *v1.Pod, taints []v1.Taint) bool {
 	return !untolerated
 }
 
-// AdmitPod runs the kubelet's general filter on a new pod against the
+// AdmitPod runs the kubelet's predicate checks on a new pod against the
 // admitted, non-terminal pods and returns the first failure, as upstream
-// does. File-source (static) pods are checked for their OS and
-// supplementalGroupsPolicy only: upstream runs those checks, which
-// preemption could not help, on every pod, and the rest would be resolved
-// for a static (critical) pod by evicting others, which the agent does not
-// do.
+// does, without recovering from it: the manager lets a critical pod
+// preempt others (admitLocked).
 func AdmitPod(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) AdmitResult {
-	return firstFailure(admissionFailures(pod, admitted, node))
+	if r, ok := checkBeforeFilter(pod, node); !ok {
+		return r
+	}
+	return firstFailure(generalFilter(pod, admitted, node))
 }
 
-// admissionFailures lists every failed check, in upstream's order; an OS
-// mismatch is the only one reported, as upstream returns on it at once.
-func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
+// checkBeforeFilter runs the checks upstream makes first, which preemption
+// could not help, and whose failure it reports at once.
+func checkBeforeFilter(pod *v1.Pod, node NodeInfo) (AdmitResult, bool) {
 	if r, ok := checkPodOS(pod, goruntime.GOOS); !ok {
-		return []AdmitResult{r}
+		return r, false
 	}
-	if r, ok := checkSupplementalGroupsPolicy(pod, node.SupplementalGroupsPolicy); !ok {
-		return []AdmitResult{r}
-	}
-	if podutil.IsStatic(pod) {
-		return nil
-	}
+	return checkSupplementalGroupsPolicy(pod, node.SupplementalGroupsPolicy)
+}
+
+// generalFilter lists every failed check of upstream's generalFilter, in
+// its order. Static pods are spared the taint check alone.
+func generalFilter(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitResult {
 	reasons := checkResources(pod, admitted, node.Allocatable)
 	if !matchesNodeAffinity(pod, node) {
 		reasons = append(reasons, predicateFailure(predicateNodeAffinity, errReasonNodeAffinity))
@@ -214,7 +221,7 @@ func admissionFailures(pod *v1.Pod, admitted []*v1.Pod, node NodeInfo) []AdmitRe
 	if !portsFit(pod, admitted) {
 		reasons = append(reasons, predicateFailure(predicateNodePorts, errReasonNodePorts))
 	}
-	if !toleratesNoExecute(pod, node.Taints) {
+	if !podutil.IsStatic(pod) && !toleratesNoExecute(pod, node.Taints) {
 		reasons = append(reasons, predicateFailure(predicateTaintToleration, errReasonTaintToleration))
 	}
 	return reasons
@@ -313,20 +320,34 @@ func (m *Manager) admittedPodsLocked() []*v1.Pod {
 // admitLocked admits a new pod against the admitted ones. When the node
 // affinity alone fails, the Node is read again from the API server and
 // the pod checked once more, as the kubelet does: a label added just
-// before the pod was bound may not have reached the watch yet.
-func (m *Manager) admitLocked(ctx context.Context, pod *v1.Pod, node NodeInfo) AdmitResult {
-	admitted := m.admittedPodsLocked()
+// before the pod was bound may not have reached the watch yet. A pod that
+// still fails is handed to the critical pod handler: an admitted critical
+// pod may come with victims, to be stopped before it starts.
+func (m *Manager) admitLocked(ctx context.Context, pod *v1.Pod, node NodeInfo) (AdmitResult, preemptionPlan) {
 	node.SupplementalGroupsPolicy = m.supplementalGroupsPolicySupported(ctx, pod)
-	reasons := admissionFailures(pod, admitted, node)
+	if r, ok := checkBeforeFilter(pod, node); !ok {
+		return r, preemptionPlan{}
+	}
+	admitted := m.admittedPodsLocked()
+	reasons := generalFilter(pod, admitted, node)
 	if len(reasons) == 1 && reasons[0].Reason == predicateNodeAffinity && m.cfg.Node != nil {
 		if fresh, err := m.apiNodeInfo(ctx, true); err == nil {
-			fresh.SupplementalGroupsPolicy = node.SupplementalGroupsPolicy
-			reasons = admissionFailures(pod, admitted, fresh)
+			reasons = generalFilter(pod, admitted, fresh)
 		} else {
 			m.log.Warn("admission: read the node from the API server", "err", err)
 		}
 	}
-	return firstFailure(reasons)
+	if len(reasons) == 0 {
+		return AdmitResult{Admit: true}, preemptionPlan{}
+	}
+	plan := planPreemption(pod, reasons, admitted)
+	switch {
+	case plan.Err != nil:
+		return unexpectedAdmissionError(plan.Err), plan
+	case len(plan.Reasons) > 0:
+		return firstFailure(plan.Reasons), plan
+	}
+	return AdmitResult{Admit: true}, plan
 }
 
 // nodeInfo is the node admission checks against: the API's Node object

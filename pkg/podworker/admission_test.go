@@ -137,10 +137,14 @@ func TestAdmitPod(t *testing.T) {
 			admitted: []*v1.Pod{withPorts(reqPod("b", "", ""), port(0, "", ""))}},
 		{name: "resources reported before affinity", pod: mod(reqPod("a", "3", ""), func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }),
 			reason: "OutOfcpu", msg: "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"},
-		{name: "static pod always admitted", pod: mod(reqPod("a", "1000", ""), func(p *v1.Pod) {
+		{name: "static pod: the general filter applies (preemption aside)", pod: mod(reqPod("a", "1000", ""), func(p *v1.Pod) {
 			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 			p.Spec.NodeSelector = map[string]string{"disk": "hdd"}
-		})},
+		}), reason: "OutOfcpu", msg: "Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: 2000"},
+		{name: "static pod: node selector", pod: mod(reqPod("a", "", ""), func(p *v1.Pod) {
+			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+			p.Spec.NodeSelector = map[string]string{"disk": "hdd"}
+		}), reason: "NodeAffinity", msg: affinityMsg},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,7 +221,7 @@ func TestAdmitPodOS(t *testing.T) {
 			reason: "PodOSNotSupported", msg: fieldMsg},
 		{name: "static pod foreign os label", pod: static(withLabel(reqPod("a", "", ""), other)), node: node,
 			reason: "PodOSSelectorNodeLabelDoesNotMatch", msg: selectorMsg},
-		{name: "static pod of this os", pod: static(withOS(reqPod("a", "1000", ""), goruntime.GOOS)), node: node},
+		{name: "static pod of this os", pod: static(withOS(reqPod("a", "1", ""), goruntime.GOOS)), node: node},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,15 +235,15 @@ func TestAdmitPodOS(t *testing.T) {
 
 // A static pod for another OS is rejected as an API pod is: a warning
 // event, a Failed status with the "Pod was rejected: " prefix, nothing
-// created in the runtime.
+// created in the runtime. The API server is away meanwhile, and the other
+// static pod runs all the same.
 func TestManagerRejectsStaticPodOfForeignOS(t *testing.T) {
 	ev := &recordedEvents{}
 	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
 	h.m.events = ev
-	h.m.cfg.Node = func(context.Context, bool) (*v1.Node, error) {
-		t.Error("node read for a static pod")
-		return nil, fmt.Errorf("no node")
-	}
+	// The API server is away: the static pods are admitted against the
+	// local node.
+	h.m.cfg.Node = func(context.Context, bool) (*v1.Node, error) { return nil, fmt.Errorf("connection refused") }
 	statuses := &statusLog{}
 	h.m.cfg.OnStatus = statuses.record
 	h.start(t)

@@ -1,6 +1,7 @@
 package podworker
 
 import (
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -39,7 +40,8 @@ func (w *worker) checkDeadline(pod *v1.Pod) bool {
 	return failed
 }
 
-// applyFailure makes the generated status Failed with the recorded reason.
+// applyFailureLocked makes the generated status Failed with the recorded
+// reason, and the recorded condition replacing any of its type.
 func (w *worker) applyFailureLocked(s *v1.PodStatus) {
 	if w.failReason == "" {
 		return
@@ -49,5 +51,9 @@ func (w *worker) applyFailureLocked(s *v1.PodStatus) {
 		if t := s.Conditions[i].Type; (t == v1.PodReady || t == v1.ContainersReady) && s.Conditions[i].Status == v1.ConditionTrue {
 			s.Conditions[i].Status, s.Conditions[i].Reason = v1.ConditionFalse, "PodFailed"
 		}
+	}
+	if c := w.failCondition; c != nil {
+		s.Conditions = slices.DeleteFunc(s.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type })
+		s.Conditions = append(s.Conditions, *c)
 	}
 }

@@ -25,7 +25,7 @@ const (
 )
 
 // maxGaps only goes down: lower it whenever a gap is closed.
-const maxGaps = 1
+const maxGaps = 0
 
 // podFields is the inventory of every field of the pod a kubelet may have
 // to act on, keyed "<Type>.<json name>", with where the agent handles it.
@@ -60,8 +60,8 @@ var podFields = map[string]struct {
 	"PodSpec.schedulerName":                 {notForNode, "scheduler"},
 	"PodSpec.tolerations":                   {handled, "admission.go (NoExecute taints)"},
 	"PodSpec.hostAliases":                   {handled, "execute.go writeEtcHosts"},
-	"PodSpec.priorityClassName":             {notForNode, "Priority admission resolves it into priority"},
-	"PodSpec.priority":                      {gap, "issue 17: eviction order and critical pods"},
+	"PodSpec.priorityClassName":             {handled, "criconfig/resources.go (system-node-critical and critical: the guaranteed OOM score); Priority admission resolves it into priority"},
+	"PodSpec.priority":                      {handled, "preemption.go (critical pod admission: podutil.IsCritical, Preemptable), criconfig/resources.go (node-critical OOM score); eviction order and graceful shutdown: issue 17"},
 	"PodSpec.dnsConfig":                     {handled, "criconfig/dns.go"},
 	"PodSpec.readinessGates":                {handled, "status.go (Ready condition), apiclient/status.go (gate conditions from the API)"},
 	"PodSpec.runtimeClassName":              {handled, "runtimeclass.go (the class's handler to RunPodSandbox), admission RuntimeClass"},

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/lifecycle"
 	"github.com/nodeagent/nodeagent/pkg/podcgroup"
-	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
@@ -342,17 +341,15 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 	for _, p := range fresh {
 		if needsAdmission(p) {
 			r := checkSysctls(p, m.sysctls) // upstream's sysctl handler runs before the predicates
-			switch {
-			case !r.Admit:
-			case podutil.IsStatic(p):
-				// the checks preemption could not help only: no node needed
-				r = AdmitPod(p, nil, NodeInfo{SupplementalGroupsPolicy: m.supplementalGroupsPolicySupported(ctx, p)})
-			default:
+			if r.Admit {
 				if node == nil {
 					info := m.nodeInfo(ctx)
 					node = &info
 				}
-				r = m.admitLocked(ctx, p, *node)
+				var plan preemptionPlan
+				if r, plan = m.admitLocked(ctx, p, *node); r.Admit && len(plan.Victims) > 0 {
+					m.preemptLocked(ctx, p, plan) // releases the lock while the victims stop
+				}
 			}
 			if r.Admit {
 				r = checkAppArmor(p, m.appArmorErr)
@@ -387,8 +384,9 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 
 // needsAdmission: as upstream, pods being deleted and pods the API already
 // shows finished skip admission (their worker never starts them). Static
-// pods are admitted without reading the node (AdmitPod checks their OS
-// only), so that they start while the API server is away.
+// pods are admitted as the others, against the node as the agent knows it
+// locally when the API server is away (nodeInfo), so that they start
+// without it.
 func needsAdmission(pod *v1.Pod) bool {
 	return pod.DeletionTimestamp == nil && !finishedInAPI(pod)
 }

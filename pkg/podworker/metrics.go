@@ -21,6 +21,9 @@ type Observer interface {
 	PodStarted(pod *v1.Pod, firstSeen, running time.Time)
 	// PodForgotten reports that the pod's worker ended.
 	PodForgotten(pod types.UID)
+	// PodPreempted reports a pod stopped to admit a critical pod, by the
+	// first resource it lacked (upstream's preemption_signal).
+	PodPreempted(signal string)
 }
 
 type noMetrics struct{}
@@ -30,6 +33,7 @@ func (noMetrics) ImagePullStarted(types.UID)                         {}
 func (noMetrics) ImagePullFinished(types.UID, time.Duration, uint64) {}
 func (noMetrics) PodStarted(*v1.Pod, time.Time, time.Time)           {}
 func (noMetrics) PodForgotten(types.UID)                             {}
+func (noMetrics) PodPreempted(string)                                {}
 
 // The kubelet's pod update types, the pod_worker_duration_seconds labels.
 const (

@@ -14,12 +14,13 @@ import (
 
 // recordingMetrics is an Observer that records every call.
 type recordingMetrics struct {
-	mu       sync.Mutex
-	passes   map[string]int
-	pulls    []string // "start <uid>" / "done <uid> <size>"
-	started  []types.UID
-	forgot   []types.UID
-	firstSee map[types.UID]time.Time
+	mu        sync.Mutex
+	passes    map[string]int
+	pulls     []string // "start <uid>" / "done <uid> <size>"
+	started   []types.UID
+	forgot    []types.UID
+	preempted []string // signals
+	firstSee  map[types.UID]time.Time
 }
 
 func newRecordingMetrics() *recordingMetrics {
@@ -55,6 +56,12 @@ func (r *recordingMetrics) PodForgotten(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.forgot = append(r.forgot, uid)
+}
+
+func (r *recordingMetrics) PodPreempted(signal string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.preempted = append(r.preempted, signal)
 }
 
 func (r *recordingMetrics) snapshot() (passes map[string]int, pulls []string, started, forgot []types.UID) {

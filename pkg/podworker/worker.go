@@ -50,12 +50,16 @@ type worker struct {
 	waiting  map[string]Waiting
 	terminal bool // finished for good (Succeeded/Failed)
 	// failReason and failMessage fail the pod whatever its containers do
-	// (activeDeadlineSeconds passed).
+	// (activeDeadlineSeconds passed, preempted), failCondition adds a
+	// condition to that status (preempted: DisruptionTarget).
 	failReason, failMessage string
-	apiStatus               bool // status is the API's, kept while nothing of the pod runs
-	orphan                  bool // known from the runtime only: no spec
-	startTime               time.Time
-	synced                  chan struct{} // closed after the first sync
+	failCondition           *v1.PodCondition
+	// stopped is closed once nothing of a pod stopped for good runs.
+	stopped   chan struct{}
+	apiStatus bool // status is the API's, kept while nothing of the pod runs
+	orphan    bool // known from the runtime only: no spec
+	startTime time.Time
+	synced    chan struct{} // closed after the first sync
 
 	// For the metrics: why the next pass runs and since when, when the
 	// agent first saw the pod, and whether its start is yet to be seen.
@@ -79,6 +83,7 @@ func newWorker(d deps, pod *v1.Pod) *worker {
 		pod:     pod,
 		waiting: map[string]Waiting{},
 		synced:  make(chan struct{}),
+		stopped: make(chan struct{}),
 
 		op: opCreate, opSince: d.now(), firstSeen: d.now(),
 		// As upstream, only pods no kubelet started yet count as starts.
@@ -260,6 +265,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		w.dropAPIStatus()
 		if execErr = w.killPod(ctx, pod, st, gracePeriod(pod)); execErr == nil {
 			w.releaseUserNamespace()
+			w.markStopped()
 		}
 		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
@@ -402,6 +408,7 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 		w.log.Error("stop finished pod", "err", err)
 		return
 	}
+	w.markStopped()
 	w.releaseUserNamespace() // as the kubelet's SyncTerminatedPod
 }
 
@@ -460,6 +467,7 @@ func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
 	w.mu.Lock()
 	w.state = Terminated
 	w.mu.Unlock()
+	w.markStopped()
 	w.log.Info("pod terminated and cleaned up")
 	if w.d.onTerminated != nil && !w.orphan {
 		w.d.onTerminated(pod)
