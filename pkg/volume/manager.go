@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,7 +112,9 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume, podIPs [
 		return Mounted{}, err
 	}
 	dir := VolumeDir(m.host.RootDir, pod.UID, p.Name(), v.Name)
+	start := time.Now()
 	path, err := p.SetUp(ctx, SetUpContext{Pod: pod, Volume: v, Dir: dir, PodIPs: podIPs})
+	observe(ctx, v.Name, p.Name(), start, err)
 	if err != nil {
 		return Mounted{}, err
 	}
