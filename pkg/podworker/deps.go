@@ -31,6 +31,7 @@ type deps struct {
 	probes  podProbes
 	hooks   hookRunner
 	metrics Observer
+	tracer  Tracer
 	// backoff is the container restart back-off the planner reads;
 	// mounts the per-pod volume set-up retry back-off.
 	backoff restartBackoff
@@ -115,7 +116,7 @@ func (m *Manager) workerDeps() deps {
 		log: m.log, now: m.now, node: m.node(),
 		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
 		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, network: m.cfg.Network, events: m.events,
-		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics,
+		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics, tracer: m.cfg.Tracer,
 		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
 		runtimeClasses: m.cfg.RuntimeClasses, otherPods: m.admittedPods, features: m.features.get, userns: m.cfg.UserNamespaces, runtimeName: m.cfg.RuntimeName,

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
@@ -83,7 +84,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
 	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, pullSecrets: pullSecrets}
 	if startsAny(plan) {
-		if target.volumes, err = w.setUpVolumes(ctx, pod, podIPs); err != nil {
+		if target.volumes, err = w.setUpVolumes(w.traceVolumes(ctx, pod), pod, podIPs); err != nil {
 			return err // containers wait for their volumes (ContainerCreating)
 		}
 	}
@@ -149,15 +150,19 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, cfg *criv1.PodS
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory: %w", err)
 	}
+	start := w.d.now()
 	id, err := w.d.runtime.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
+		w.step(pod, podtrace.Step{Name: podtrace.StepSandbox, Start: start}, criError(err))
 		return "", nil, criError(err)
 	}
+	end := w.d.now()
 	w.log.Info("sandbox created", "sandboxID", id, "attempt", cfg.Metadata.Attempt, "runtimeHandler", handler)
 	resp, err := w.d.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
 		return id, nil, err
 	}
+	w.d.tracer.Record(pod, sandboxStep(pod, start, end, id, resp.GetStatus()))
 	ips := runtime.SandboxIPs(resp.GetStatus())
 	if err := writeEtcHosts(w.podDir(), pod, ips, w.d.node.DNS.ClusterDomain, nodeHostsFile); err != nil {
 		return id, ips, err
@@ -202,7 +207,10 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	} else {
 		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
 	}
+	kind := containerKind(pod, c.Name)
+	start := w.d.now()
 	id, err := w.createContainer(ctx, pod, c, t, imageRef, restartCount)
+	w.step(pod, podtrace.Step{Name: podtrace.StepCreate, Container: c.Name, Start: start, Detail: kind}, err)
 	if err != nil {
 		reason := "CreateContainerError"
 		var ce *criconfig.ConfigError
@@ -215,7 +223,10 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return
 	}
 	w.d.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := w.d.runtime.StartContainer(ctx, id); err != nil {
+	start = w.d.now()
+	err = w.d.runtime.StartContainer(ctx, id)
+	w.step(pod, podtrace.Step{Name: podtrace.StepStart, Container: c.Name, Start: start, Detail: kind}, err)
+	if err != nil {
 		msg := runtimeMessage(err)
 		w.setWaiting(c.Name, Waiting{"RunContainerError", msg})
 		w.d.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "Failed", "Error: %s", msg)

@@ -18,6 +18,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/credentialprovider"
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/pullrecords"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -49,6 +50,7 @@ type puller struct {
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
 	metrics Observer // nil in tests of the puller alone
+	tracer  Tracer   // nil in tests of the puller alone
 	// records are the images pulled and with what (nil: any pod may use
 	// any image present, the kubelet's NeverVerify).
 	records *pullrecords.Store
@@ -59,7 +61,11 @@ type puller struct {
 
 // ensure returns the image reference to create the container from,
 // pulling with the pod's pull secrets and the node's credentials.
-func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig, secrets []v1.Secret) (string, error) {
+func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *criv1.PodSandboxConfig, secrets []v1.Secret) (_ string, retErr error) {
+	step := &podtrace.Step{Name: podtrace.StepPull, Container: c.Name, Start: time.Now(), Detail: fmt.Sprintf("image %q", c.Image)}
+	if p.tracer != nil {
+		defer func() { traceStep(p.tracer, time.Now(), pod, *step, retErr) }()
+	}
 	if _, err := name.ParseReference(c.Image); err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
 		p.events.Eventf(containerRef(pod, c), v1.EventTypeWarning, "InspectFailed", "%s", msg)
@@ -81,6 +87,7 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 			return "", credentialsError(err)
 		}
 		if usable {
+			step.Detail, step.Attrs = step.Detail+" present (cache hit)", map[string]string{"cache.hit": "true"}
 			p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "%s", p.presentMessage(c.Image))
 			return ref, nil
 		}
@@ -106,7 +113,7 @@ func (p *puller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *c
 		return "", &pullError{ReasonImagePullBackOff, msg}
 	}
 	p.lastErr.Delete(key)
-	return p.pull(ctx, pod, c, pullRequest{spec: spec, sandbox: sb, key: key, creds: creds})
+	return p.pull(ctx, pod, c, pullRequest{spec: spec, sandbox: sb, key: key, creds: creds, step: step})
 }
 
 // pullRequest is one pull's image, sandbox, back-off key and credentials.
@@ -115,6 +122,7 @@ type pullRequest struct {
 	sandbox *criv1.PodSandboxConfig
 	key     string
 	creds   []credentialprovider.AuthConfig
+	step    *podtrace.Step // the trace's, which the pull completes
 }
 
 func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullRequest) (string, error) {
@@ -145,6 +153,10 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 	size := p.imageSize(ctx, ref)
 	if p.metrics != nil {
 		p.metrics.ImagePullFinished(pod.UID, total, size)
+	}
+	if r.step != nil {
+		r.step.Detail += fmt.Sprintf(" pulled: %d bytes in %v (%v including waiting)", size, pulled.Truncate(time.Millisecond), total.Truncate(time.Millisecond))
+		r.step.Attrs = map[string]string{"cache.hit": "false", "image.size": fmt.Sprint(size)}
 	}
 	p.events.Eventf(containerRef(pod, c), v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
 		c.Image, pulled.Truncate(time.Millisecond), total.Truncate(time.Millisecond), size)

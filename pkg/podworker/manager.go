@@ -15,6 +15,8 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/lifecycle"
 	"github.com/nodeagent/nodeagent/pkg/podcgroup"
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
@@ -103,6 +105,8 @@ type Config struct {
 	// probes' measurements.
 	Metrics      Observer
 	ProbeMetrics probe.Observer
+	// Tracer, when set, keeps each pod's start steps (pkg/podtrace).
+	Tracer Tracer
 
 	// AllowedUnsafeSysctls are the sysctls and prefixes ending in '*' pods
 	// may set beyond the safe set (KubeletConfiguration allowedUnsafeSysctls);
@@ -184,6 +188,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noTracer{}
+	}
 	cfg.NodeLabels = defaultNodeLabels(cfg.NodeName, cfg.NodeLabels)
 	if cfg.ResyncPeriod == 0 {
 		cfg.ResyncPeriod = time.Minute
@@ -231,6 +238,7 @@ func New(cfg Config) (*Manager, error) {
 		records: records,
 		events:  cfg.Events,
 		metrics: cfg.Metrics,
+		tracer:  cfg.Tracer,
 	}
 	if !cfg.ParallelImagePulls {
 		m.puller.serial = &sync.Mutex{}
@@ -339,6 +347,9 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 	sortByCreation(fresh)
 	var node *NodeInfo // read once, for the first pod that needs it
 	for _, p := range fresh {
+		seen := m.now()
+		m.cfg.Tracer.Record(p, podtrace.Step{Name: podtrace.StepSeen, Start: seen, End: seen,
+			Detail: "source " + p.Annotations[podutil.ConfigSourceAnnotation]})
 		if needsAdmission(p) {
 			r := checkSysctls(p, m.sysctls) // upstream's sysctl handler runs before the predicates
 			if r.Admit {
@@ -354,6 +365,7 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 			if r.Admit {
 				r = checkAppArmor(p, m.appArmorErr)
 			}
+			traceAdmission(m.cfg.Tracer, seen, m.now(), p, r)
 			if !r.Admit {
 				m.rejectLocked(p, r, &notify)
 				continue
@@ -412,6 +424,7 @@ func (m *Manager) forget(ctx context.Context, w *worker) {
 		delete(m.workers, w.uid)
 		m.probes.RemovePod(w.uid)
 		m.cfg.Metrics.PodForgotten(w.uid)
+		m.cfg.Tracer.PodGone(w.uid)
 	}
 	p, ok := m.desired[w.uid]
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/probe"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
@@ -62,7 +63,9 @@ func (w *worker) runPostStart(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return true
 	}
+	start := w.d.now()
 	msg, err := w.d.hooks.Run(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+	w.step(pod, podtrace.Step{Name: podtrace.StepPostStart, Container: c.Name, Start: start, Detail: hookKind(c.Lifecycle.PostStart)}, err)
 	if err == nil {
 		return true
 	}

@@ -70,6 +70,10 @@ type worker struct {
 
 	cancelSync context.CancelFunc // interrupts the sync in progress
 
+	// traced holds what the trace recorded once (first readiness, an
+	// init container's exit).
+	traced map[string]bool
+
 	resize       resizeState // the allocated and actuated resources (in-place resize)
 	allocatedPod *v1.Pod     // the pod with its allocation, for the other pods' resizes
 }
@@ -337,6 +341,9 @@ func (w *worker) generateStatus(pod *v1.Pod, st *runtime.PodStatus) v1.PodStatus
 		return *kept
 	}
 	status := w.computeStatus(pod, st)
+	if status.changed {
+		w.traceStatus(pod, st, &status.PodStatus)
+	}
 	if status.started {
 		w.d.metrics.PodStarted(pod, w.firstSeen, w.d.now())
 	}
