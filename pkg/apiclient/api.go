@@ -70,7 +70,9 @@ type Config struct {
 	NetworkCondition func() (v1.NodeCondition, bool)
 	// NetworkErr is the pod workers' network gate; see NodeConfig.NetworkErr.
 	NetworkErr func() error
-	Logger     *slog.Logger
+	// StatusWritten is StatusConfig.Written.
+	StatusWritten func(pod *v1.Pod, status *v1.PodStatus)
+	Logger        *slog.Logger
 }
 
 // API is every API-side component of the agent, assembled.
@@ -123,7 +125,7 @@ func New(cfg Config) (*API, error) {
 	if a.Source, err = apisource.New(apisource.Config{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if a.Status, err = NewStatusManager(StatusConfig{Client: cfg.Client, Logger: cfg.Logger}); err != nil {
+	if a.Status, err = NewStatusManager(StatusConfig{Client: cfg.Client, Logger: cfg.Logger, Written: cfg.StatusWritten}); err != nil {
 		return nil, err
 	}
 	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {

@@ -31,6 +31,10 @@ type StatusConfig struct {
 	// RetryBase and RetryMax bound the per-pod back-off after a failed
 	// update (defaults 200ms and 30s).
 	RetryBase, RetryMax time.Duration
+	// Written, when set, hears of each status the API holds after an
+	// update (written, or already there): the pod start trace's "status
+	// reached the API".
+	Written func(pod *v1.Pod, status *v1.PodStatus)
 }
 
 // StatusManager sends the pod statuses the workers generate to the API
@@ -154,6 +158,7 @@ func (s *StatusManager) process(ctx context.Context, uid types.UID) {
 func (s *StatusManager) sync(ctx context.Context, e *statusEntry) error {
 	pods := s.cfg.Client.CoreV1().Pods(e.pod.Namespace)
 	if e.status != nil {
+		inAPI := false
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			cur, err := pods.Get(ctx, e.pod.Name, metav1.GetOptions{})
 			if err != nil {
@@ -172,12 +177,17 @@ func (s *StatusManager) sync(ctx context.Context, e *statusEntry) error {
 				return nil
 			}
 			if apiequality.Semantic.DeepEqual(cur.Status, st) {
+				inAPI = true
 				return nil
 			}
 			cur.Status = st
 			_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			inAPI = err == nil
 			return err
 		})
+		if inAPI && s.cfg.Written != nil {
+			s.cfg.Written(e.pod, e.status)
+		}
 		switch {
 		case apierrors.IsNotFound(err) && isAPIPod(e.pod):
 			return nil // deleted meanwhile
