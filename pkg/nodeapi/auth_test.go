@@ -305,6 +305,7 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/logs/syslog", "get", []string{"log"}},
 		{"POST", "/checkpoint/a/b/c", "create", []string{"checkpoint"}},
 		{"GET", "/containerLogs/a/b/c", "get", []string{"proxy"}},
+		{"GET", "/debug/pods/a/b/trace", "get", []string{"proxy"}},
 		{"POST", "/exec/a/b/c", "create", []string{"proxy"}},
 		{"PUT", "/x", "update", []string{"proxy"}},
 		{"PATCH", "/x", "patch", []string{"proxy"}},

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
 )
@@ -49,7 +50,10 @@ type Config struct {
 	// Monitoring serves the metrics and stats endpoints; nil handlers
 	// are not routed (404).
 	Monitoring Monitoring
-	Logger     *slog.Logger
+	// Traces, when set, serves the pods' start step logs on
+	// /debug/pods/{namespace}/{pod}/trace.
+	Traces Traces
+	Logger *slog.Logger
 }
 
 // Monitoring are the handlers of the kubelet's metrics and stats paths,
@@ -92,6 +96,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runningpods/", s.runningPods)
 	s.mux.HandleFunc("GET /configz", s.configz)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	if s.cfg.Traces != nil {
+		s.mux.HandleFunc("GET "+podtrace.PathPattern, s.podTrace)
+	}
 	for path, h := range map[string]http.Handler{
 		"/metrics": s.cfg.Monitoring.Metrics, "/metrics/probes": s.cfg.Monitoring.ProbeMetrics,
 		"/metrics/resource": s.cfg.Monitoring.ResourceMetrics, "/stats/summary": s.cfg.Monitoring.Summary,
