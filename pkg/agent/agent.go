@@ -21,6 +21,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/network"
 	filesource "github.com/nodeagent/nodeagent/pkg/podsource/file"
+	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
@@ -88,7 +89,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	gate = newNetworkGate(rt, kubenet, log)
 	gate.refresh(ctx) // pods are not held back by a state not yet read
-	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, gate.Err, log)
+	traces, stopTracing, err := newTraces(ctx, cfg, nodeName, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	api, err = newAPI(o, rc, rt, nodeName, nodeIP, kubenet, gate.Err, traces.StatusWritten, log)
 	if err != nil {
 		return err
 	}
@@ -121,6 +127,7 @@ func Run(ctx context.Context, o Options) error {
 
 		Metrics:      mtr,
 		ProbeMetrics: mtr,
+		Tracer:       traces,
 
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 
@@ -149,7 +156,7 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -168,7 +175,7 @@ func restConfig(o Options) (*rest.Config, error) {
 // newAPI builds the API side when joined (rc is set); nil runs standalone.
 // networkErr is the pod workers' network gate, which the Ready condition
 // reports as the kubelet's does.
-func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, kubenet *network.Kubenet, networkErr func() error, log *slog.Logger) (*apiclient.API, error) {
+func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP string, kubenet *network.Kubenet, networkErr func() error, statusWritten func(*v1.Pod, *v1.PodStatus), log *slog.Logger) (*apiclient.API, error) {
 	if rc == nil {
 		return nil, nil
 	}
@@ -186,7 +193,7 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
 		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
-		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, NetworkErr: networkErr, Logger: log,
+		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, NetworkErr: networkErr, StatusWritten: statusWritten, Logger: log,
 	})
 }
 
@@ -199,6 +206,7 @@ type parts struct {
 	kubenet          *network.Kubenet // nil unless --network-plugin=kubenet
 	network          *networkGate
 	metrics          *metrics.Metrics
+	traces           *podtrace.Log
 	nodeName, nodeIP string
 	log              *slog.Logger
 }

@@ -49,7 +49,7 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	}
 	srv, err := nodeapi.New(nodeapi.Config{
 		NodeName: p.nodeName, Pods: p.mgr, Runtime: p.rt, Health: health, Configz: cfg, Logger: p.log,
-		Authenticator: authn, Authorizer: nodeAuthorizer(cfg, client), Monitoring: mon,
+		Authenticator: authn, Authorizer: nodeAuthorizer(cfg, client), Monitoring: mon, Traces: p.traces,
 	})
 	if err != nil {
 		return nil, err

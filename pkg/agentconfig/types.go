@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 )
 
 // The only apiVersion and kind accepted in a config file.
@@ -125,6 +126,12 @@ type Config struct {
 	// UserNamespaces configures the user namespaces of pods with
 	// hostUsers: false. Default: idsPerPod 65536.
 	UserNamespaces *UserNamespaces `json:"userNamespaces,omitempty"`
+	// Tracing is the kubelet's tracing configuration (component-base's
+	// TracingConfiguration): when set, each pod's start steps are exported
+	// as OpenTelemetry spans over OTLP gRPC to endpoint (default
+	// localhost:4317), sampled at samplingRatePerMillion (default 0:
+	// none). Default: unset (no export).
+	Tracing *tracingapi.TracingConfiguration `json:"tracing,omitempty"`
 }
 
 // UserNamespaces is the kubelet's userNamespaces section.

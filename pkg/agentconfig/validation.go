@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/sysctl"
 )
@@ -32,6 +33,9 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateSysctls()...)
 	errs = append(errs, c.validateUserNamespaces()...)
+	// Upstream's own check and messages; the agent has no KubeletTracing
+	// gate (on by default upstream): tracing is always allowed.
+	errs = append(errs, tracingapi.ValidateTracingConfiguration(c.Tracing, nil, field.NewPath("tracing"))...)
 	return c.warnings(), errs.ToAggregate()
 }
 
