@@ -221,22 +221,18 @@ func (l *Log) StatusWritten(pod *v1.Pod, status *v1.PodStatus) {
 // StatusSummary is what the trace tells statuses apart by: the phase and
 // the Ready condition.
 func StatusSummary(s *v1.PodStatus) string {
-	ready := "Unknown"
-	for _, c := range s.Conditions {
-		if c.Type == v1.PodReady {
-			ready = string(c.Status)
-		}
-	}
-	return fmt.Sprintf("%s, Ready=%s", s.Phase, ready)
+	return fmt.Sprintf("%s, Ready=%s", s.Phase, readyCondition(s))
 }
 
-func podReady(s *v1.PodStatus) bool {
+func podReady(s *v1.PodStatus) bool { return readyCondition(s) == v1.ConditionTrue }
+
+func readyCondition(s *v1.PodStatus) v1.ConditionStatus {
 	for _, c := range s.Conditions {
 		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
+			return c.Status
 		}
 	}
-	return false
+	return v1.ConditionUnknown
 }
 
 // Get returns the trace of the pod with that namespace and name: the one
