@@ -221,33 +221,8 @@ spec:
 	})
 
 	t.Run("node API refuses strangers", func(t *testing.T) {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		base := fmt.Sprintf("https://127.0.0.1:%d", a.SecurePort)
-		resp, err := c.Get(base + "/pods")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("anonymous GET /pods: %s, want 401", resp.Status)
-		}
-		// A service account's token authenticates but is not allowed.
-		tok, err := admin.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), "default",
-			&authv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest(http.MethodGet, base+"/pods", nil)
-		req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
-		resp, err = c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "Forbidden (user=system:serviceaccount:default:default, verb=get, resource=nodes, subresource=proxy)") {
-			t.Errorf("service account GET /pods: %s %q, want 403 with the kubelet's message", resp.Status, b)
-		}
+		// The kubelet's message names the attributes it asked for.
+		checkRefusesStrangers(t, a.SecurePort, "/pods", "Forbidden (user=system:serviceaccount:default:default, verb=get, resource=nodes, subresource=proxy)")
 	})
 }
 
@@ -260,4 +235,37 @@ func lineNumber(s string) int {
 		return -1
 	}
 	return n
+}
+
+// checkRefusesStrangers checks that the node API answers path with 401 to
+// an anonymous client and with 403 (the body containing forbidden) to a
+// service account, whose token authenticates but is not allowed.
+func checkRefusesStrangers(t *testing.T, port int, path, forbidden string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous GET %s: %s, want 401", path, resp.Status)
+	}
+	tok, err := admin.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), "default",
+		&authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), forbidden) {
+		t.Errorf("service account GET %s: %s %q, want 403 with %q", path, resp.Status, b, forbidden)
+	}
 }
