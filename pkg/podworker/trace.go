@@ -53,10 +53,9 @@ func (w *worker) traceVolumes(ctx context.Context, pod *v1.Pod) context.Context 
 }
 
 // sandboxStep describes a sandbox made between start and end. The CRI does
-// not time the pod network; containerd sets the network up (netns and
-// CNI ADD) before it creates the pause container, whose creation time
-// the sandbox's status reports, so start..createdAt is the network's share
-// (with the sandbox image check).
+// not time the pod network (CNI ADD runs inside the runtime); the one
+// timestamp it gives inside the call is the sandbox's createdAt, which
+// the step shows as an offset without claiming which part is CNI.
 func sandboxStep(pod *v1.Pod, start, end time.Time, id string, st *criv1.PodSandboxStatus) podtrace.Step {
 	s := podtrace.Step{Name: podtrace.StepSandbox, Start: start, End: end, Attrs: map[string]string{"sandbox.id": id}}
 	ips := runtime.SandboxIPs(st)
@@ -69,9 +68,9 @@ func sandboxStep(pod *v1.Pod, start, end time.Time, id string, st *criv1.PodSand
 	case pod.Spec.HostNetwork:
 		s.Detail += "; host network (no CNI)"
 	case st.GetCreatedAt() > 0 && !created.Before(start) && !created.After(end):
-		share := created.Sub(start)
-		s.Attrs["network.duration"] = share.String()
-		s.Detail += fmt.Sprintf("; network (netns, CNI) %s of it, before the pause container was created", share.Round(time.Millisecond))
+		at := created.Sub(start)
+		s.Attrs["sandbox.created.offset"] = at.String()
+		s.Detail += fmt.Sprintf("; runtime's createdAt at +%s (the CRI does not time CNI apart)", at.Round(time.Millisecond))
 	}
 	return s
 }

@@ -86,17 +86,17 @@ func TestAdmissionTracesTheRejection(t *testing.T) {
 
 func t0() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
 
-func TestSandboxStepSplitsTheNetworkShare(t *testing.T) {
+func TestSandboxStepShowsTheRuntimesCreationTime(t *testing.T) {
 	pod := scenarioPod("web", "busybox:1")
 	start := t0()
 	st := &criv1.PodSandboxStatus{CreatedAt: start.Add(400 * time.Millisecond).UnixNano(),
 		Network: &criv1.PodSandboxNetworkStatus{Ip: "10.0.0.5"}}
 	s := sandboxStep(pod, start, start.Add(700*time.Millisecond), "0123456789abcdef", st)
-	if s.Attrs["network.duration"] != "400ms" || !strings.Contains(s.Detail, "sandbox 0123456789abc, IP 10.0.0.5; network (netns, CNI) 400ms") {
+	if s.Attrs["sandbox.created.offset"] != "400ms" || !strings.Contains(s.Detail, "sandbox 0123456789abc, IP 10.0.0.5; runtime's createdAt at +400ms") {
 		t.Errorf("step %+v", s)
 	}
 	pod.Spec.HostNetwork = true
-	if s := sandboxStep(pod, start, start.Add(time.Second), "x", st); !strings.Contains(s.Detail, "host network") || s.Attrs["network.duration"] != "" {
+	if s := sandboxStep(pod, start, start.Add(time.Second), "x", st); !strings.Contains(s.Detail, "host network") || s.Attrs["sandbox.created.offset"] != "" {
 		t.Errorf("host network step %+v", s)
 	}
 }
