@@ -39,7 +39,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(agentCmd(), serverCmd(), kubectlCmd(), versionCmd(), traceCmd())
+	root.AddCommand(agentCmd(), serverCmd(), kubectlCmd(), versionCmd(), traceCmd(), whyCmd())
 	return root
 }
 

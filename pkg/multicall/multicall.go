@@ -35,8 +35,7 @@ func KubectlArgs(argv []string) ([]string, bool) {
 // as its own main does. Without KUBECONFIG and --kubeconfig, it uses the
 // server's admin kubeconfig (server.DefaultDataDir) when that is readable.
 func RunKubectl(args []string) {
-	admin := filepath.Join(server.DefaultDataDir, server.KubeconfigFile)
-	if path := DefaultKubeconfig(args, os.Getenv("KUBECONFIG"), admin); path != "" {
+	if path := DefaultKubeconfig(args, os.Getenv("KUBECONFIG"), AdminKubeconfig()); path != "" {
 		_ = os.Setenv("KUBECONFIG", path)
 	}
 	// kubectl reads os.Args itself (plugins, and cobra's arguments); its
@@ -48,6 +47,10 @@ func RunKubectl(args []string) {
 	}
 	os.Exit(0)
 }
+
+// AdminKubeconfig is the admin kubeconfig of a server run with the
+// default data directory: what kubectl uses when nothing else is named.
+func AdminKubeconfig() string { return filepath.Join(server.DefaultDataDir, server.KubeconfigFile) }
 
 // DefaultKubeconfig is the kubeconfig kubectl run with args gets as
 // KUBECONFIG: admin if env (KUBECONFIG) is empty, args name no
