@@ -12,8 +12,9 @@ import (
 )
 
 // fetchEnvObjects reads the config maps and secrets named in the
-// container's env and envFrom. A missing object is recorded as nil; other
-// errors fail the container's start.
+// container's env and envFrom. A missing object is recorded as nil (client-go
+// returns an empty object with its NotFound, which would read as an object
+// without the key); other errors fail the container's start.
 func fetchEnvObjects(ctx context.Context, get volume.Getter, ns string, c *v1.Container) (criconfig.EnvObjects, error) {
 	objs := criconfig.EnvObjects{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}}
 	cms, secrets := criconfig.EnvRefs(c)
@@ -25,12 +26,18 @@ func fetchEnvObjects(ctx context.Context, get volume.Getter, ns string, c *v1.Co
 		if err != nil && !apierrors.IsNotFound(err) {
 			return objs, fmt.Errorf("get configmap %s/%s: %w", ns, name, err)
 		}
+		if err != nil {
+			cm = nil
+		}
 		objs.ConfigMaps[name] = cm
 	}
 	for _, name := range secrets {
 		s, err := get.GetSecret(ctx, ns, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return objs, fmt.Errorf("get secret %s/%s: %w", ns, name, err)
+		}
+		if err != nil {
+			s = nil
 		}
 		objs.Secrets[name] = s
 	}
