@@ -7,6 +7,7 @@ import (
 // Default values (see Config for the fields they belong to).
 const (
 	DefaultSyncFrequency             = time.Minute
+	DefaultChangeDetectionStrategy   = "Watch"
 	DefaultFileCheckFrequency        = 20 * time.Second
 	DefaultAddress                   = "0.0.0.0"
 	DefaultPort                      = 10250
@@ -76,6 +77,7 @@ func (c *Config) SetDefaults() {
 	defaultDuration(&c.NodeStatusUpdateFrequency.Duration, DefaultNodeStatusUpdateFrequency)
 	defaultDuration(&c.ContainerLogMonitorInterval.Duration, DefaultContainerLogMonitorInterval)
 	defaultString(&c.Address, DefaultAddress)
+	defaultString(&c.ConfigMapAndSecretChangeDetectionStrategy, DefaultChangeDetectionStrategy)
 	defaultString(&c.HealthzBindAddress, DefaultHealthzBindAddress)
 	defaultString(&c.ContainerRuntimeEndpoint, DefaultContainerRuntimeEndpoint)
 	defaultString(&c.CgroupDriver, DefaultCgroupDriver)

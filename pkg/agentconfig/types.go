@@ -24,6 +24,10 @@ type Config struct {
 	StaticPodPath string `json:"staticPodPath,omitempty"`
 	// SyncFrequency is the max period between pod syncs. Default: 1m.
 	SyncFrequency metav1.Duration `json:"syncFrequency,omitempty"`
+	// ConfigMapAndSecretChangeDetectionStrategy is how the config maps and
+	// secrets of the node's pods are kept: Watch (one watch per referenced
+	// object), Cache (a TTL cache) or Get (a GET per read). Default: Watch.
+	ConfigMapAndSecretChangeDetectionStrategy string `json:"configMapAndSecretChangeDetectionStrategy,omitempty"`
 	// FileCheckFrequency is the period of full re-reads of StaticPodPath. Default: 20s.
 	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
 	// Address is the IP the node API server (Port) binds to. Default:

@@ -27,6 +27,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateDurations()...)
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validateRuntime()...)
+	errs = append(errs, c.validateChangeDetection()...)
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateDNS()...)
 	errs = append(errs, c.validateNode()...)
@@ -140,6 +141,19 @@ func (c *Config) validateAuth() field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateChangeDetection: upstream's validation lets any value through
+// and NewMainKubelet refuses an unknown one with this message; here it is
+// refused with the rest of the configuration.
+func (c *Config) validateChangeDetection() field.ErrorList {
+	switch v := c.ConfigMapAndSecretChangeDetectionStrategy; v {
+	case "Watch", "Cache", "Get":
+		return nil
+	default:
+		return field.ErrorList{field.Invalid(field.NewPath("configMapAndSecretChangeDetectionStrategy"), v,
+			fmt.Sprintf("unknown configmap and secret manager mode: %v", v))}
+	}
 }
 
 func (c *Config) validateRuntime() field.ErrorList {
