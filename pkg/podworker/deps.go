@@ -37,6 +37,9 @@ type deps struct {
 	backoff restartBackoff
 	mounts  retryBackoff
 
+	// references registers the pods whose objects the getter keeps (nil:
+	// none to tell).
+	references ObjectReferences
 	// services lists the services for the service environment variables
 	// (nil: standalone).
 	services ServiceLister
@@ -115,7 +118,7 @@ func (m *Manager) workerDeps() deps {
 	return deps{
 		log: m.log, now: m.now, node: m.node(),
 		runtime: m.cfg.Runtime, images: m.cfg.Images, puller: m.puller,
-		volumes: m.cfg.Volumes, objects: m.cfg.Objects, services: m.cfg.Services, network: m.cfg.Network, events: m.events,
+		volumes: m.cfg.Volumes, objects: m.cfg.Objects, references: m.cfg.References, services: m.cfg.Services, network: m.cfg.Network, events: m.events,
 		probes: m.probes, hooks: m.hooks, metrics: m.cfg.Metrics, tracer: m.cfg.Tracer,
 		backoff: m.backoff, mounts: m.mounts, cgroups: m.cgroups,
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,

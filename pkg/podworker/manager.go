@@ -81,6 +81,9 @@ type Config struct {
 	// volumes refer to (nil: standalone).
 	Volumes VolumeManager
 	Objects volume.Getter
+	// References, when set, is told which pods run here (the config map
+	// and secret managers behind Objects).
+	References ObjectReferences
 	// Services lists the services for the containers' service environment
 	// variables (nil: standalone, none).
 	Services ServiceLister

@@ -276,6 +276,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			return w.d.retryPeriod
 		}
 	case !terminal && !w.checkDeadline(pod):
+		w.registerObjects(pod)
 		w.d.probes.AddPod(pod)
 		if execErr = w.waitForNetwork(pod); execErr != nil {
 			break
@@ -417,6 +418,7 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	}
 	w.markStopped()
 	w.releaseUserNamespace() // as the kubelet's SyncTerminatedPod
+	w.unregisterObjects(pod)
 }
 
 // nextSync is the periodic resync, or sooner when a back-off ends.
@@ -526,6 +528,7 @@ func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.
 		return err
 	}
 	w.releaseUserNamespace()
+	w.unregisterObjects(pod)
 	return nil
 }
 
