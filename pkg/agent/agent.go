@@ -20,6 +20,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/network"
+	"github.com/nodeagent/nodeagent/pkg/objectmanager"
 	filesource "github.com/nodeagent/nodeagent/pkg/podsource/file"
 	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/podworker"
@@ -134,8 +135,13 @@ func Run(ctx context.Context, o Options) error {
 		Network: gate.Err,
 	}
 	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
+	var objects *objectmanager.Manager
 	if api != nil {
-		host.Getter, wcfg.Objects = api.Objects, api.Objects
+		if objects, err = newObjectManagers(cfg, api, log); err != nil {
+			return err
+		}
+		getter := managedObjects{Objects: api.Objects, managers: objects}
+		host.Getter, wcfg.Objects, wcfg.References = getter, getter, objects
 	}
 	wcfg.Volumes = volume.NewManager(host, volume.DefaultPlugins(host), log.With("component", "volumes"))
 	if wcfg.UserNamespaces, err = newUserNamespaces(cfg, o.Flags.RootDir, log); err != nil {
@@ -156,7 +162,7 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -201,9 +207,10 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 type parts struct {
 	mgr              *podworker.Manager
 	rt               *runtime.Client
-	api              *apiclient.API   // nil standalone
-	rc               *rest.Config     // nil standalone
-	kubenet          *network.Kubenet // nil unless --network-plugin=kubenet
+	api              *apiclient.API         // nil standalone
+	objects          *objectmanager.Manager // nil standalone
+	rc               *rest.Config           // nil standalone
+	kubenet          *network.Kubenet       // nil unless --network-plugin=kubenet
 	network          *networkGate
 	metrics          *metrics.Metrics
 	traces           *podtrace.Log
@@ -242,6 +249,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	if api != nil {
 		merged := make(chan []*v1.Pod, 1)
 		c.run("API client", func() error { return api.Run(gctx, file, merged) })
+		c.run("object managers", func() error { return p.objects.Run(gctx) })
 		pods = merged
 	}
 	events := make(chan types.UID, 256)
