@@ -108,11 +108,13 @@ func (f fakePods) ListPods(_ context.Context, ns string) ([]*v1.Pod, error) {
 func TestNodeAuthorizerAlone(t *testing.T) {
 	pods := fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Spec: v1.PodSpec{NodeName: "n1",
 		Volumes:          []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "used"}}}},
-		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}}}},
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}},
+		Containers:       []v1.Container{{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "env"}}}}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2",
 			ImagePullSecrets: []v1.LocalObjectReference{{Name: "their-pull"}}}}}
 	secrets := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Plural: "secrets", Namespaced: true}
 	services := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true}
+	configMaps := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Plural: "configmaps", Namespaced: true}
 	runtimeClasses := &registry.Resource{GVK: schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, Plural: "runtimeclasses"}
 	z := &NodeAuthorizer{Pods: pods}
 	cases := []struct {
@@ -129,6 +131,23 @@ func TestNodeAuthorizerAlone(t *testing.T) {
 		// Image pull secrets are edges of upstream's node graph too.
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "pull"}, DecisionAllow},
 		{Attributes{User: nodeUser, Verb: "get", Resource: secrets, Namespace: "ns", Name: "their-pull"}, DecisionNoOpinion},
+		// The watch-based managers list and watch one object by
+		// metadata.name, as upstream's authorizeReadNamespacedObject lets
+		// them; never a namespace's or the cluster's whole collection.
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets, Namespace: "ns", FieldSelector: "metadata.name=used"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "watch", Resource: secrets, Namespace: "ns", FieldSelector: "metadata.name=pull"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "watch", Resource: configMaps, Namespace: "ns", FieldSelector: "metadata.name=env"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "list", Resource: configMaps, Namespace: "ns", Name: "env"}, DecisionAllow},
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets, Namespace: "ns", FieldSelector: "metadata.name=their-pull"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets, Namespace: "ns"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "watch", Resource: secrets, Namespace: "ns"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets, FieldSelector: "metadata.name=used"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: secrets, Namespace: "ns", FieldSelector: "metadata.name!=used"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: configMaps, Namespace: "ns", FieldSelector: "type=x"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "list", Resource: configMaps, Namespace: "ns", FieldSelector: "metadata.name=.."}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "update", Resource: configMaps, Namespace: "ns", Name: "env"}, DecisionNoOpinion},
+		{Attributes{User: nodeUser, Verb: "delete", Resource: secrets, Namespace: "ns", Name: "used"}, DecisionNoOpinion},
 		// The agent's service informer (the service environment
 		// variables): every namespace's services, read only, as
 		// upstream's system:node role.

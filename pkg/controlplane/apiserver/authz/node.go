@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
@@ -79,7 +80,8 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 		// Tokens for the service accounts of the node's pods (projected volumes).
 		return a.Subresource == "token" && a.Verb == "create" && z.nodeRunsServiceAccount(ctx, node, a.Namespace, a.Name)
 	case "/secrets", "/configmaps":
-		return a.Verb == "get" && z.usedByNodePod(ctx, node, res.Plural, a.Namespace, a.Name)
+		name, ok := singleObject(a)
+		return ok && z.usedByNodePod(ctx, node, res.Plural, a.Namespace, name)
 	case "/persistentvolumeclaims":
 		return z.nodeMayGetClaim(ctx, node, a)
 	case "/persistentvolumes":
@@ -123,6 +125,30 @@ func (z *NodeAuthorizer) nodeMayAccessPod(ctx context.Context, node string, a At
 		return apierrors.IsNotFound(err) && a.Verb == "get" // let the 404 through
 	}
 	return pod.Spec.NodeName == node
+}
+
+// singleObject is the one named object a read of secrets or config maps
+// is for, as upstream's authorizeReadNamespacedObject sees it: a get, or
+// a list or watch whose fieldSelector is metadata.name=NAME (what the
+// kubelet's watch-based managers send; the request info takes the name
+// from it), in a namespace and not of a subresource. A list of a whole
+// namespace has no name and is not a node's business.
+func singleObject(a Attributes) (string, bool) {
+	if !readVerbs[a.Verb] || a.Subresource != "" || a.Namespace == "" {
+		return "", false
+	}
+	if a.Verb == "get" || a.Name != "" {
+		return a.Name, a.Name != ""
+	}
+	sel, err := fields.ParseSelector(a.FieldSelector)
+	if err != nil {
+		return "", false
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
+		return "", false
+	}
+	return name, name != ""
 }
 
 // usedByNodePod reports whether a pod bound to the node refers to the
