@@ -8,8 +8,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +15,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy/kubelettest"
+	"github.com/nodeagent/nodeagent/test/framework"
 )
 
 // topTimeout bounds the wait for a node's second scrape (the shared
@@ -130,37 +129,16 @@ func TestKubectlTop(t *testing.T) {
 // parses it as Prometheus does.
 func scrapeMetrics(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	out := mustKubectl(t, "get", "--raw", "/metrics")
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(out))
+	families, err := framework.ParseMetrics(mustKubectl(t, "get", "--raw", "/metrics"))
 	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
+		t.Fatal(err)
 	}
 	return families
 }
 
-// sampleSum adds up counter values and histogram sample counts of the
-// family's series whose labels include match.
+// sampleSum is framework.SampleSum.
 func sampleSum(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
-	var sum float64
-	for _, m := range families[name].GetMetric() {
-		labels := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			labels[lp.GetName()] = lp.GetValue()
-		}
-		ok := true
-		for k, v := range match {
-			ok = ok && labels[k] == v
-		}
-		switch {
-		case !ok:
-		case m.Counter != nil:
-			sum += m.GetCounter().GetValue()
-		case m.Histogram != nil:
-			sum += float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return sum
+	return framework.SampleSum(families, name, match)
 }
 
 func TestKubectlRawMetrics(t *testing.T) {
