@@ -127,16 +127,34 @@ func TestWatchImmutable(t *testing.T) {
 	if got := getValue(t, m, "frozen"); got != "v1" {
 		t.Fatalf("frozen = %q", got)
 	}
-	waitStopped(t, f.nextWatch(t))
+	// The read may stop the reflector before it opened its watch.
+	waitFor(t, "the reflector to stop", func() bool { return runEnded(m.watches[0], "frozen") })
 	for range 3 {
 		if got := getValue(t, m, "frozen"); got != "v1" {
 			t.Fatalf("frozen after its watch stopped = %q", got)
 		}
 	}
+	select {
+	case w := <-f.watches:
+		if !w.IsStopped() {
+			t.Error("the watch of an immutable object is open")
+		}
+	default:
+	}
 	f.noWatch(t)
 	if n := len(f.listSelectors("configmaps")); n != 1 {
 		t.Errorf("%d lists, want 1", n)
 	}
+}
+
+// runEnded tells whether the object's reflector run has returned.
+func runEnded(s *watchStore, name string) bool {
+	s.mu.Lock()
+	it := s.items[objectKey{"ns", name}]
+	s.mu.Unlock()
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return !it.running && closed(it.done)
 }
 
 // TestWatchIdleStopsAndRestarts: a watch not read for five sync periods
