@@ -65,12 +65,25 @@ func (w *worker) takeWork() (string, time.Time) {
 }
 
 // podUpdated tells an update worth a pass of its own from the same pod
-// handed over again with the whole pod set.
+// handed over again with the whole pod set. As the kubelet's pod config
+// (podsDifferSemantically), a change of the spec, labels, annotations or
+// deletion is; a status-only change, most often the echo of the agent's
+// own status write, is not, else every status write of one pod would
+// resync every pod on the node. Two status changes are (the kubelet's
+// HandlePodReconcile): someone else finishing the pod, and the conditions
+// the kubelet does not own, which readiness gates read.
 func podUpdated(old, cur *v1.Pod) bool {
-	if old.ResourceVersion != "" || cur.ResourceVersion != "" {
-		return old.ResourceVersion != cur.ResourceVersion
-	}
-	return !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) || !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec)
+	return !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
+		!apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+		!ptrEqual(old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) ||
+		finishedInAPI(old) != finishedInAPI(cur) ||
+		!apiequality.Semantic.DeepEqual(foreignConditions(old), foreignConditions(cur))
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 // containersStarted is upstream's "pod started" for the start SLI: every app

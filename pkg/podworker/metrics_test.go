@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
@@ -163,20 +164,29 @@ func TestMetricsPodRunningBeforeAgentIsNoStart(t *testing.T) {
 
 func TestPodUpdated(t *testing.T) {
 	base := scenarioPod("p", "busybox:1")
-	withRV := func(rv string) *v1.Pod { p := base.DeepCopy(); p.ResourceVersion = rv; return p }
-	changed := base.DeepCopy()
-	changed.Spec.Containers[0].Image = "busybox:2"
+	with := func(f func(*v1.Pod)) *v1.Pod { p := base.DeepCopy(); f(p); return p }
+	now := metav1.Now()
 	for _, tc := range []struct {
-		name     string
-		old, cur *v1.Pod
-		want     bool
+		name string
+		cur  *v1.Pod
+		want bool
 	}{
-		{"same API pod again", withRV("5"), withRV("5"), false},
-		{"new resource version", withRV("5"), withRV("6"), true},
-		{"static pod unchanged", base, base.DeepCopy(), false},
-		{"static pod spec changed", base, changed, true},
+		{"same pod again", base.DeepCopy(), false},
+		{"own status echoed, new resource version", with(func(p *v1.Pod) {
+			p.ResourceVersion = "6"
+			p.Status.Phase = v1.PodRunning
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+		}), false},
+		{"spec changed", with(func(p *v1.Pod) { p.Spec.Containers[0].Image = "busybox:2" }), true},
+		{"label changed", with(func(p *v1.Pod) { p.Labels = map[string]string{"a": "b"} }), true},
+		{"annotation changed", with(func(p *v1.Pod) { p.Annotations = map[string]string{"a": "b"} }), true},
+		{"deleted", with(func(p *v1.Pod) { p.DeletionTimestamp = &now }), true},
+		{"finished elsewhere", with(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }), true},
+		{"readiness gate condition set", with(func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+		}), true},
 	} {
-		if got := podUpdated(tc.old, tc.cur); got != tc.want {
+		if got := podUpdated(base, tc.cur); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

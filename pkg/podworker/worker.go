@@ -122,9 +122,10 @@ func (w *worker) wake() {
 	}
 }
 
-// update hands the worker a new spec. A pod that finished for good and
-// then changes is replaced, as the kubelet replaces a static pod whose
-// manifest changed: stopped, cleaned up and started afresh.
+// update hands the worker a new copy of its pod and wakes it when the
+// copy differs in what a pass acts on (podUpdated). A pod that finished
+// for good and then changes is replaced, as the kubelet replaces a static
+// pod whose manifest changed: stopped, cleaned up and started afresh.
 func (w *worker) update(pod *v1.Pod) {
 	w.mu.Lock()
 	if w.terminal && w.state == Syncing && !apiequality.Semantic.DeepEqual(w.pod.Spec, pod.Spec) {
@@ -133,12 +134,15 @@ func (w *worker) update(pod *v1.Pod) {
 	if !w.terminal && finishedInAPI(pod) {
 		w.finishedElsewhereLocked(pod.Status)
 	}
-	if podUpdated(w.pod, pod) {
+	updated := podUpdated(w.pod, pod)
+	if updated {
 		w.noteWorkLocked(opUpdate)
 	}
-	w.pod = pod
+	w.pod = pod // the next pass sees the latest status too
 	w.mu.Unlock()
-	w.wake()
+	if updated {
+		w.wake()
+	}
 }
 
 // finishedElsewhereLocked handles a pod that someone else marked
