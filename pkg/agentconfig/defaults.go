@@ -29,6 +29,10 @@ const (
 	DefaultPodPidsLimit              = -1
 	DefaultRegistryPullQPS           = 5
 	DefaultRegistryBurst             = 10
+	DefaultKubeAPIQPS                = 50
+	DefaultKubeAPIBurst              = 100
+	DefaultEventRecordQPS            = 50
+	DefaultEventBurst                = 100
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
 	DefaultRootDir                   = "/var/lib/nodeagent"
 )
@@ -88,6 +92,8 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.ContainerLogMaxFiles, DefaultContainerLogMaxFiles)
 	defaultPtr(&c.ContainerLogMaxWorkers, DefaultContainerLogMaxWorkers)
 	defaultPtr(&c.RegistryPullQPS, DefaultRegistryPullQPS)
+	defaultPtr(&c.KubeAPIQPS, DefaultKubeAPIQPS)
+	defaultPtr(&c.EventRecordQPS, DefaultEventRecordQPS)
 	defaultPtr(&c.PodPidsLimit, DefaultPodPidsLimit)
 	defaultPtr(&c.ResolverConfig, DefaultResolverConfig)
 	defaultPtr(&c.CgroupsPerQOS, true)
@@ -100,6 +106,12 @@ func (c *Config) SetDefaults() {
 	}
 	if c.RegistryBurst == 0 {
 		c.RegistryBurst = DefaultRegistryBurst
+	}
+	if c.KubeAPIBurst == 0 {
+		c.KubeAPIBurst = DefaultKubeAPIBurst
+	}
+	if c.EventBurst == 0 {
+		c.EventBurst = DefaultEventBurst
 	}
 }
 

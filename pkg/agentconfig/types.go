@@ -109,6 +109,19 @@ type Config struct {
 	RegistryPullQPS *int32 `json:"registryPullQPS,omitempty"`
 	// RegistryBurst is the pull burst when RegistryPullQPS > 0. Default: 10.
 	RegistryBurst int32 `json:"registryBurst,omitempty"`
+	// KubeAPIQPS and KubeAPIBurst limit the agent's requests to the API
+	// server: the client of its watches and reads, and, with a limiter of
+	// its own, the pod status updates. 0 is client-go's default (5 and 10),
+	// as for the kubelet. Default: 50 and 100.
+	KubeAPIQPS   *int32 `json:"kubeAPIQPS,omitempty"`
+	KubeAPIBurst int32  `json:"kubeAPIBurst,omitempty"`
+	// EventRecordQPS and EventBurst limit the events the agent records,
+	// on a client of their own (the kubelet's event client). As the
+	// kubelet's, 0 is client-go's default (5 and 10), not "no limit" as
+	// upstream's field documentation says (kubernetes issue 117101).
+	// Default: 50 and 100.
+	EventRecordQPS *int32 `json:"eventRecordQPS,omitempty"`
+	EventBurst     int32  `json:"eventBurst,omitempty"`
 	// EnableServer enables the authenticated node API server (Port); the
 	// read-only and healthz servers have their own ports. Default: true.
 	EnableServer *bool `json:"enableServer,omitempty"`

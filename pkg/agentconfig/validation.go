@@ -202,6 +202,27 @@ func (c *Config) validateLimits() field.ErrorList {
 	if c.RegistryBurst < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("registryBurst"), c.RegistryBurst, "must be greater than or equal to 0"))
 	}
+	return append(errs, c.validateClientLimits()...)
+}
+
+// validateClientLimits checks the API client limits with the kubelet's
+// wording ("invalid configuration: kubeAPIQPS (--kube-api-qps) -1 must not
+// be a negative number").
+func (c *Config) validateClientLimits() field.ErrorList {
+	var errs field.ErrorList
+	for _, l := range []struct {
+		name string
+		n    int32
+	}{
+		{"kubeAPIQPS", deref(c.KubeAPIQPS)},
+		{"kubeAPIBurst", c.KubeAPIBurst},
+		{"eventRecordQPS", deref(c.EventRecordQPS)},
+		{"eventBurst", c.EventBurst},
+	} {
+		if l.n < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(l.name), l.n, "must not be a negative number"))
+		}
+	}
 	return errs
 }
 

@@ -49,6 +49,10 @@ func TestSetDefaults(t *testing.T) {
 		{"seccompDefault", *c.SeccompDefault, false},
 		{"registryPullQPS", *c.RegistryPullQPS, int32(5)},
 		{"registryBurst", c.RegistryBurst, int32(10)},
+		{"kubeAPIQPS", *c.KubeAPIQPS, int32(50)},
+		{"kubeAPIBurst", c.KubeAPIBurst, int32(100)},
+		{"eventRecordQPS", *c.EventRecordQPS, int32(50)},
+		{"eventBurst", c.EventBurst, int32(100)},
 		{"nodeStatusUpdateFrequency", c.NodeStatusUpdateFrequency.Duration, 10 * time.Second},
 	}
 	for _, ch := range checks {
@@ -116,6 +120,10 @@ func TestValidate(t *testing.T) {
 			`containerLogMonitorInterval: Invalid value: "1s": must be greater than or equal to 3s`},
 		{"max pods", func(c *Config) { c.MaxPods = -1 }, "maxPods: Invalid value: -1"},
 		{"pids limit", func(c *Config) { c.PodPidsLimit = ptr[int64](-2) }, "podPidsLimit: Invalid value: -2"},
+		{"API QPS", func(c *Config) { c.KubeAPIQPS = ptr[int32](-1) }, "kubeAPIQPS: Invalid value: -1: must not be a negative number"},
+		{"API burst", func(c *Config) { c.KubeAPIBurst = -1 }, "kubeAPIBurst: Invalid value: -1: must not be a negative number"},
+		{"event QPS", func(c *Config) { c.EventRecordQPS = ptr[int32](-1) }, "eventRecordQPS: Invalid value: -1: must not be a negative number"},
+		{"event burst", func(c *Config) { c.EventBurst = -1 }, "eventBurst: Invalid value: -1: must not be a negative number"},
 		{"relative logs dir", func(c *Config) { c.PodLogsDir = "logs" }, `podLogsDir: Invalid value: "logs"`},
 		{"cgroup root", func(c *Config) { c.CgroupRoot = "kubepods" }, `cgroupRoot: Invalid value: "kubepods"`},
 		{"kind", func(c *Config) { c.Kind = "Pod" }, `kind: Unsupported value: "Pod"`},
