@@ -11,7 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -171,11 +170,20 @@ func restConfig(o Options) (*rest.Config, error) {
 	userAgent := "nodeagent/" + Version
 	switch {
 	case o.RESTConfig != nil:
-		return apiclient.ClientConfig(o.RESTConfig, userAgent), nil
+		return apiclient.ClientConfig(o.RESTConfig, userAgent, clientLimits(o.Config)), nil
 	case o.Flags.Kubeconfig != "":
-		return apiclient.RESTConfig(o.Flags.Kubeconfig, userAgent)
+		return apiclient.RESTConfig(o.Flags.Kubeconfig, userAgent, clientLimits(o.Config))
 	}
 	return nil, nil
+}
+
+// clientLimits are the configuration's kubeAPIQPS, kubeAPIBurst,
+// eventRecordQPS and eventBurst.
+func clientLimits(cfg *agentconfig.Config) apiclient.Limits {
+	return apiclient.Limits{
+		QPS: float32(*cfg.KubeAPIQPS), Burst: int(cfg.KubeAPIBurst),
+		EventQPS: float32(*cfg.EventRecordQPS), EventBurst: int(cfg.EventBurst),
+	}
 }
 
 // newAPI builds the API side when joined (rc is set); nil runs standalone.
@@ -189,13 +197,13 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 	if kubenet != nil {
 		netCond = kubenet.Condition
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	clients, err := apiclient.NewClients(rc, clientLimits(o.Config))
 	if err != nil {
-		return nil, fmt.Errorf("API client: %w", err)
+		return nil, err
 	}
 	log.Info("joining the API server", "server", rc.Host)
 	return apiclient.New(apiclient.Config{
-		Client: cs, NodeName: nodeName, NodeIP: nodeIP, RootDir: o.Flags.RootDir,
+		Clients: clients, NodeName: nodeName, NodeIP: nodeIP, RootDir: o.Flags.RootDir,
 		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
 		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),

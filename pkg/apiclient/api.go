@@ -19,37 +19,83 @@ import (
 	apisource "github.com/nodeagent/nodeagent/pkg/podsource/api"
 )
 
-// The kubelet's client defaults (kubeAPIQPS, kubeAPIBurst).
-const (
-	clientQPS   = 50
-	clientBurst = 100
-)
-
 // RESTConfig loads a kubeconfig file and applies the agent's client
 // settings.
-func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+func RESTConfig(kubeconfig, userAgent string, l Limits) (*rest.Config, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	return ClientConfig(rc, userAgent), nil
+	return ClientConfig(rc, userAgent, l), nil
 }
 
-// ClientConfig copies rc with the agent's QPS, burst and user agent.
-func ClientConfig(rc *rest.Config, userAgent string) *rest.Config {
+// ClientConfig copies rc with the agent's user agent and its main
+// client's limits (kubeAPIQPS, kubeAPIBurst), as the kubelet's
+// buildKubeletClientConfig.
+func ClientConfig(rc *rest.Config, userAgent string, l Limits) *rest.Config {
 	rc = rest.CopyConfig(rc)
-	if rc.QPS == 0 {
-		rc.QPS, rc.Burst = clientQPS, clientBurst
-	}
+	rc.QPS, rc.Burst = l.QPS, l.Burst
 	if userAgent != "" {
 		rc.UserAgent = userAgent
 	}
 	return rc
 }
 
+// Limits are the agent's client limits: KubeletConfiguration's
+// kubeAPIQPS and kubeAPIBurst, eventRecordQPS and eventBurst. As in the
+// kubelet, 0 is client-go's default (5 QPS, burst 10).
+type Limits struct {
+	QPS        float32
+	Burst      int
+	EventQPS   float32
+	EventBurst int
+}
+
+// Clients are the agent's API clients, each with a rate limiter of its
+// own, as the kubelet splits its kubeClient, eventClient and
+// heartbeatClient.
+type Clients struct {
+	// Main is for watches, reads and the mirror pods (kubeAPIQPS).
+	Main kubernetes.Interface
+	// Status sends pod statuses with kubeAPIQPS and kubeAPIBurst of its
+	// own, so a burst of reads never holds a status back (the kubelet's
+	// status manager shares its kubeClient; this is the agent's choice).
+	Status kubernetes.Interface
+	// Events records events (eventRecordQPS, eventBurst).
+	Events kubernetes.Interface
+	// Heartbeat reports the node's status and renews its Lease, not
+	// throttled, as the kubelet's heartbeat client (QPS -1).
+	Heartbeat kubernetes.Interface
+}
+
+// NewClients builds Clients from rc, a ClientConfig result.
+func NewClients(rc *rest.Config, l Limits) (Clients, error) {
+	var c Clients
+	for _, x := range []struct {
+		cs    *kubernetes.Interface
+		qps   float32
+		burst int
+	}{
+		{&c.Main, l.QPS, l.Burst},
+		{&c.Status, l.QPS, l.Burst},
+		{&c.Events, l.EventQPS, l.EventBurst},
+		{&c.Heartbeat, -1, 0},
+	} {
+		cfg := rest.CopyConfig(rc)
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = x.qps, x.burst, nil
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return Clients{}, fmt.Errorf("API client: %w", err)
+		}
+		*x.cs = cs
+	}
+	return c, nil
+}
+
 // Config configures API: the node's identity and how often to report.
 type Config struct {
-	Client         kubernetes.Interface
+	// Clients: Main is required; the others default to Main.
+	Clients        Clients
 	NodeName       string
 	NodeIP         string
 	RootDir        string
@@ -94,45 +140,53 @@ type API struct {
 
 // New builds the components; Run starts them.
 func New(cfg Config) (*API, error) {
-	if cfg.Client == nil || cfg.NodeName == "" || cfg.Runtime == nil {
-		return nil, errors.New("apiclient: Client, NodeName and Runtime are required")
+	if cfg.Clients.Main == nil || cfg.NodeName == "" || cfg.Runtime == nil {
+		return nil, errors.New("apiclient: Clients.Main, NodeName and Runtime are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &API{log: cfg.Logger, Objects: Objects{Client: cfg.Client}}
+	main := cfg.Clients.Main
+	or := func(c kubernetes.Interface) kubernetes.Interface {
+		if c == nil {
+			return main
+		}
+		return c
+	}
+	status, events, heartbeat := or(cfg.Clients.Status), or(cfg.Clients.Events), or(cfg.Clients.Heartbeat)
+	a := &API{log: cfg.Logger, Objects: Objects{Client: main}}
 	var err error
 	if a.Node, err = NewNodeStatus(NodeConfig{
-		Client: cfg.Client, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		Client: heartbeat, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
 		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, NetworkErr: cfg.NetworkErr, Logger: cfg.Logger,
 	}); err != nil {
 		return nil, err
 	}
-	if a.Watch, err = NewNodeWatch(cfg.Client, cfg.NodeName); err != nil {
+	if a.Watch, err = NewNodeWatch(main, cfg.NodeName); err != nil {
 		return nil, err
 	}
-	if a.Services, err = NewServiceWatch(cfg.Client); err != nil {
+	if a.Services, err = NewServiceWatch(main); err != nil {
 		return nil, err
 	}
-	if a.Runtimes, err = NewRuntimeClassWatch(cfg.Client); err != nil {
+	if a.Runtimes, err = NewRuntimeClassWatch(main); err != nil {
 		return nil, err
 	}
-	if a.Lease, err = NewLease(LeaseConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+	if a.Lease, err = NewLease(LeaseConfig{Client: heartbeat, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if a.Source, err = apisource.New(apisource.Config{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+	if a.Source, err = apisource.New(apisource.Config{Client: main, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if a.Status, err = NewStatusManager(StatusConfig{Client: cfg.Client, Logger: cfg.Logger, Written: cfg.StatusWritten}); err != nil {
+	if a.Status, err = NewStatusManager(StatusConfig{Client: status, Logger: cfg.Logger, Written: cfg.StatusWritten}); err != nil {
 		return nil, err
 	}
-	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: cfg.Client, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
+	if a.Mirrors, err = NewMirrorManager(MirrorConfig{Client: main, NodeName: cfg.NodeName, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	a.merger = &podsource.Merger{OnStatic: a.Mirrors.Update}
-	a.recorder, a.stopRec = NewEventRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
+	a.recorder, a.stopRec = NewEventRecorder(events, cfg.NodeName, cfg.Logger)
 	return a, nil
 }
 

@@ -10,8 +10,10 @@
 //   - RuntimeClassWatch watches the RuntimeClasses, whose handlers pods'
 //     sandboxes run with;
 //   - Lease renews the node's coordination.k8s.io Lease in kube-node-lease;
-//   - StatusManager sends pod statuses to pods/status and confirms
-//     deletions (grace period 0, UID precondition);
+//   - StatusManager sends pod statuses to pods/status (strategic merge
+//     patches from the last known copy, a few pods at once, the latest
+//     status of a pod wins) and confirms deletions (grace period 0, UID
+//     precondition);
 //   - MirrorManager keeps a mirror pod in the API for every static pod;
 //   - NewEventRecorder records events as component "kubelet".
 //
@@ -22,7 +24,8 @@
 // and Events to podworker.Config, and run it with the static pod channel in and the
 // merged channel out:
 //
-//	api, err := apiclient.New(apiclient.Config{Client: cs, NodeName: n, Runtime: rt, ...})
+//	clients, err := apiclient.NewClients(rc, limits) // main, status, events, heartbeat
+//	api, err := apiclient.New(apiclient.Config{Clients: clients, NodeName: n, Runtime: rt, ...})
 //	mgr, err := podworker.New(podworker.Config{..., Events: api.Events(),
 //		Node: api.Watch.Node, Services: api.Services, RuntimeClasses: api.Runtimes,
 //		OnStatus: api.OnStatus, OnTerminated: api.OnTerminated})

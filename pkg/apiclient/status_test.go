@@ -146,8 +146,8 @@ func TestStatusNeverMovesTerminalPodBack(t *testing.T) {
 	if got := getPod(t, cs, "job"); got.Status.Phase != v1.PodSucceeded {
 		t.Fatalf("phase = %s, want Succeeded kept", got.Status.Phase)
 	}
-	if n := countActions(cs, "update", "pods", "status"); n != 0 {
-		t.Errorf("%d status updates, want none", n)
+	if n := countActions(cs, "patch", "pods", "status"); n != 0 {
+		t.Errorf("%d status patches, want none", n)
 	}
 	// Terminal to terminal is fine.
 	s.OnStatus(fromAPI(p), v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"})
@@ -161,7 +161,7 @@ func TestStatusRetriesOnConflict(t *testing.T) {
 	p := apiPod("web", "u1", v1.PodPending)
 	s, cs := newTestStatus(t, p)
 	conflicts := 2
-	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	cs.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" && conflicts > 0 {
 			conflicts--
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web", nil)
@@ -170,11 +170,14 @@ func TestStatusRetriesOnConflict(t *testing.T) {
 	})
 	s.OnStatus(fromAPI(p), running())
 	drain(s)
+	if n := countActions(cs, "patch", "pods", "status"); n != 3 {
+		t.Errorf("%d status patches, want 3 (2 conflicts, 1 success)", n)
+	}
+	if n := countActions(cs, "get", "pods", ""); n != 3 {
+		t.Errorf("%d reads, want 3 (no copy known, then one after each conflict)", n)
+	}
 	if got := getPod(t, cs, "web"); got.Status.Phase != v1.PodRunning {
 		t.Fatalf("phase = %s after conflicts", got.Status.Phase)
-	}
-	if n := countActions(cs, "update", "pods", "status"); n != 3 {
-		t.Errorf("%d status updates, want 3 (2 conflicts, 1 success)", n)
 	}
 }
 
@@ -202,7 +205,7 @@ func TestDeletionConfirmed(t *testing.T) {
 	}
 	var sawStatus bool
 	for _, a := range cs.Actions() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
 			sawStatus = true
 		}
 		if d, ok := a.(k8stesting.DeleteAction); ok {
