@@ -183,6 +183,7 @@ func clientLimits(cfg *agentconfig.Config) apiclient.Limits {
 	return apiclient.Limits{
 		QPS: float32(*cfg.KubeAPIQPS), Burst: int(cfg.KubeAPIBurst),
 		EventQPS: float32(*cfg.EventRecordQPS), EventBurst: int(cfg.EventBurst),
+		HeartbeatTimeout: cfg.NodeStatusUpdateFrequency.Duration,
 	}
 }
 

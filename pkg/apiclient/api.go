@@ -49,6 +49,9 @@ type Limits struct {
 	Burst      int
 	EventQPS   float32
 	EventBurst int
+	// HeartbeatTimeout bounds each heartbeat request: as the kubelet's,
+	// nodeStatusUpdateFrequency, at most the Lease's duration (0: none).
+	HeartbeatTimeout time.Duration
 }
 
 // Clients are the agent's API clients, each with a rate limiter of its
@@ -83,6 +86,9 @@ func NewClients(rc *rest.Config, l Limits) (Clients, error) {
 	} {
 		cfg := rest.CopyConfig(rc)
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = x.qps, x.burst, nil
+		if x.cs == &c.Heartbeat {
+			cfg.Timeout = min(l.HeartbeatTimeout, DefaultLeaseDuration)
+		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return Clients{}, fmt.Errorf("API client: %w", err)

@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -14,7 +15,7 @@ func TestNewClientsLimits(t *testing.T) {
 	if rc.QPS != 50 || rc.Burst != 100 || rc.UserAgent != "nodeagent/test" {
 		t.Errorf("client config QPS %v burst %d agent %q", rc.QPS, rc.Burst, rc.UserAgent)
 	}
-	c, err := NewClients(rc, Limits{QPS: 50, Burst: 100, EventQPS: 20, EventBurst: 30})
+	c, err := NewClients(rc, Limits{QPS: 50, Burst: 100, EventQPS: 20, EventBurst: 30, HeartbeatTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +33,9 @@ func TestNewClientsLimits(t *testing.T) {
 		if got := qps(tc.cs); got != tc.want {
 			t.Errorf("%s client: QPS %v, want %v", name, got, tc.want)
 		}
+	}
+	if got := c.Heartbeat.CoreV1().RESTClient().(*rest.RESTClient).Client.Timeout; got != 10*time.Second {
+		t.Errorf("heartbeat timeout %s, want nodeStatusUpdateFrequency", got)
 	}
 	if c.Main.CoreV1().RESTClient().GetRateLimiter() == c.Status.CoreV1().RESTClient().GetRateLimiter() {
 		t.Error("status updates share the main client's rate limiter")
