@@ -83,15 +83,6 @@ func TestPodBurstReportsRunning(t *testing.T) {
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // statusWrites is the API server's count of successful requests with verb
 // on pods/status (apiserver_request_total).
 func statusWrites(t *testing.T, verb string) float64 {
