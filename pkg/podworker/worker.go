@@ -307,8 +307,14 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		}
 	}
 	status := w.generateStatus(pod, st)
-	if isTerminal(status.Phase) && !terminal {
-		w.finish(ctx, pod, st)
+	if isTerminal(status.Phase) && !terminal && w.finish(ctx, pod, st) {
+		// As the kubelet's SyncTerminatingPod, the status after the stop
+		// shows the containers terminated, without waiting for a resync.
+		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
+			w.log.Error("read pod status from runtime", "err", err)
+			return w.d.retryPeriod
+		}
+		w.generateStatus(pod, st)
 	}
 	w.collectGarbage(ctx, st)
 	if execErr != nil {
@@ -409,8 +415,9 @@ func (w *worker) computeStatus(pod *v1.Pod, st *runtime.PodStatus) generatedStat
 }
 
 // finish records that the pod completed for good and makes sure its
-// sandbox is stopped; the containers stay for their logs.
-func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus) {
+// sandbox is stopped; the containers stay for their logs. It reports
+// whether the pod was stopped.
+func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus) bool {
 	w.mu.Lock()
 	w.terminal = true
 	w.mu.Unlock()
@@ -418,11 +425,12 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	w.log.Info("pod finished", "phase", w.Status().Phase)
 	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
 		w.log.Error("stop finished pod", "err", err)
-		return
+		return false
 	}
 	w.markStopped()
 	w.releaseUserNamespace() // as the kubelet's SyncTerminatedPod
 	w.unregisterObjects(pod)
+	return true
 }
 
 // nextSync is the periodic resync, or sooner when a back-off ends.
