@@ -82,7 +82,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
-	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, pullSecrets: pullSecrets}
+	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, pullSecrets: pullSecrets, restartFrom: plan.RestartFrom}
 	if startsAny(plan) {
 		if target.volumes, err = w.setUpVolumes(w.traceVolumes(ctx, pod), pod, podIPs); err != nil {
 			return err // containers wait for their volumes (ContainerCreating)
@@ -179,11 +179,18 @@ type startTarget struct {
 	volumes   map[string]volume.Mounted
 	// pullSecrets are the pod's image pull secrets read for this sync.
 	pullSecrets []v1.Secret
+	// restartFrom is the plan's RestartFrom.
+	restartFrom map[string]time.Time
 }
 
 // startContainer pulls, creates and starts one container, recording why
 // it could not as the container's waiting reason.
 func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, t startTarget) {
+	if from, ok := t.restartFrom[c.Name]; ok {
+		// Before the pull, as upstream's doBackOff: a restart that then
+		// fails still counts.
+		w.d.backoff.Next(backoffKey(pod, c), from)
+	}
 	imageRef, err := w.d.puller.ensure(ctx, pod, c, t.sandbox, t.pullSecrets)
 	if err == nil {
 		t.volumes, err = w.withImageVolumes(ctx, pod, c, t)
@@ -201,9 +208,6 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	restartCount := 0
 	if prev := t.status.Latest(c.Name); prev != nil {
 		restartCount = prev.RestartCount + 1
-		if prev.State == criv1.ContainerState_CONTAINER_EXITED {
-			w.d.backoff.Next(backoffKey(pod, c), prev.FinishedAt)
-		}
 	} else {
 		restartCount = nextRestartFromLogs(filepath.Join(t.sandbox.LogDirectory, c.Name))
 	}

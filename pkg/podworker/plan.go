@@ -38,6 +38,11 @@ type Plan struct {
 	ContainersToKill map[string]KillReason
 	// BackingOff maps a container name to the back-off it is waiting out.
 	BackingOff map[string]time.Duration
+	// RestartFrom maps the name of a container this plan starts while an
+	// exited instance of it exists to that instance's exit: the executor
+	// records the restart in the back-off from there (upstream's doBackOff
+	// calls Next when it lets a start through).
+	RestartFrom map[string]time.Time
 	// InitFailed is set when an init container failed and is not restarted
 	// (its restartPolicy and rules, else the pod's, say so).
 	InitFailed bool
@@ -118,7 +123,7 @@ func ComputePodActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, pr
 }
 
 func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults) Plan {
-	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}}
+	p := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, BackingOff: map[string]time.Duration{}, RestartFrom: map[string]time.Time{}}
 	create, attempt, sandboxID := sandboxChanged(pod, st)
 	if create {
 		return planNewSandbox(pod, st, bo, probes, attempt, p)
@@ -136,19 +141,14 @@ func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 			if cs != nil && cs.State == criv1.ContainerState_CONTAINER_UNKNOWN {
 				p.ContainersToKill[cs.ID] = KillReason{Name: c.Name, Message: "Container is in unknown state, try killing it before removal"}
 			}
-			if !shouldStart(pod, c, cs) {
-				continue
+			if shouldStart(pod, c, cs) && p.backOff(pod, c, lastExited(st, c.Name, ""), bo) {
+				p.ContainersToStart = append(p.ContainersToStart, i)
 			}
-			if d, waiting := inBackoff(pod, c, cs, bo); waiting {
-				p.BackingOff[c.Name] = d
-				continue
-			}
-			p.ContainersToStart = append(p.ContainersToStart, i)
 			continue
 		}
 		if k, restart, stop := checkRunning(c, cs, podutil.RestartsWithoutExitCode(c, &pod.Spec), probes); stop {
 			p.ContainersToKill[cs.ID] = k
-			if restart {
+			if restart && p.backOff(pod, c, lastExited(st, c.Name, ""), bo) {
 				p.ContainersToStart = append(p.ContainersToStart, i)
 			}
 			continue
@@ -164,8 +164,8 @@ func computeActions(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 
 // checkRunning says whether a running container must stop: its definition
 // changed (it restarts), or it fails its liveness or startup probe (it
-// restarts if restarts says so, as upstream: at once, the back-off applies
-// from its next exit).
+// restarts if restarts says so). The restart is subject to the back-off
+// like any other start (the caller's p.backOff).
 func checkRunning(c *v1.Container, cs *runtime.ContainerStatus, restarts bool, probes ProbeResults) (KillReason, bool, bool) {
 	if cs.Hash != runtime.HashContainer(c) && cs.Hash != runtime.HashContainerWithResources(c) {
 		return KillReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}, true, true
@@ -226,16 +226,20 @@ func planNewSandbox(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probe
 	}
 	p.CreateSandbox, p.Attempt = true, attempt
 	if len(pod.Spec.InitContainers) > 0 {
-		p.InitToStart = 0 // a new sandbox starts over from the first init container
+		// A new sandbox starts over from the first init container. Its
+		// back-off is measured against its runs in the old sandbox here
+		// only: upstream then purges them, so later syncs do not see them.
+		c := &pod.Spec.InitContainers[0]
+		if p.backOff(pod, c, lastExited(st, c.Name, ""), bo) {
+			p.InitToStart = 0
+		}
 		return p
 	}
 	for _, i := range toStart {
 		c := &pod.Spec.Containers[i]
-		if d, waiting := inBackoff(pod, c, st.Latest(c.Name), bo); waiting {
-			p.BackingOff[c.Name] = d
-			continue
+		if p.backOff(pod, c, lastExited(st, c.Name, ""), bo) {
+			p.ContainersToStart = append(p.ContainersToStart, i)
 		}
-		p.ContainersToStart = append(p.ContainersToStart, i)
 	}
 	return p
 }
@@ -288,7 +292,7 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes Prob
 		case podutil.IsSidecar(c) && running:
 			if k, restart, stop := checkRunning(c, cs, true, probes); stop {
 				p.ContainersToKill[cs.ID] = k
-				if restart {
+				if restart && p.backOff(pod, c, lastExited(st, c.Name, st.Sandboxes[0].ID), bo) {
 					p.InitToStart = i
 				}
 				return p
@@ -311,11 +315,9 @@ func planInit(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes Prob
 			p.InitFailed, p.KillPod = true, true
 			return p
 		}
-		if d, waiting := inBackoff(pod, c, cs, bo); waiting {
-			p.BackingOff[c.Name] = d
-			return p
+		if p.backOff(pod, c, lastExited(st, c.Name, st.Sandboxes[0].ID), bo) {
+			p.InitToStart = i
 		}
-		p.InitToStart = i
 		return p
 	}
 	return p
@@ -335,16 +337,48 @@ func shouldStart(pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus) bool
 	return podutil.ContainerShouldRestart(c, &pod.Spec, cs.ExitCode)
 }
 
-// inBackoff reports whether restarting an exited container must wait.
-func inBackoff(pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus, bo BackoffChecker) (time.Duration, bool) {
-	if cs == nil || cs.State != criv1.ContainerState_CONTAINER_EXITED || bo == nil {
-		return 0, false
+// backOff applies the restart back-off to a container the plan would
+// start, as upstream's doBackOff does for every container SyncPod starts:
+// it is measured from prev, the newest exited instance of that name (for a
+// container killed in this same sync, the one before it), so a container
+// whose probe kills it again and again backs off like one that crashes.
+// It reports whether the start may go ahead; if it may and prev exists,
+// the plan records prev's exit for the executor's Next.
+func (p *Plan) backOff(pod *v1.Pod, c *v1.Container, prev *runtime.ContainerStatus, bo BackoffChecker) bool {
+	if prev == nil {
+		return true // never exited: no back-off, nothing to record
 	}
-	key := backoffKey(pod, c)
-	if bo.IsInBackOffSince(key, cs.FinishedAt) {
-		return bo.Get(key), true
+	if bo != nil {
+		if key := backoffKey(pod, c); bo.IsInBackOffSince(key, prev.FinishedAt) {
+			if p.BackingOff == nil {
+				p.BackingOff = map[string]time.Duration{}
+			}
+			p.BackingOff[c.Name] = bo.Get(key)
+			return false
+		}
 	}
-	return 0, false
+	if p.RestartFrom == nil {
+		p.RestartFrom = map[string]time.Time{}
+	}
+	p.RestartFrom[c.Name] = prev.FinishedAt
+	return true
+}
+
+// lastExited is the newest exited instance of the named container (of
+// sandboxID only, when set), the one upstream's doBackOff measures from.
+// Init containers pass the current sandbox: upstream removes their runs
+// in older sandboxes once a new one is made.
+func lastExited(st *runtime.PodStatus, name, sandboxID string) *runtime.ContainerStatus {
+	for _, c := range st.Containers {
+		if c.Name != name || c.State != criv1.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		if sandboxID != "" && c.SandboxID != "" && c.SandboxID != sandboxID {
+			continue
+		}
+		return c
+	}
+	return nil
 }
 
 // backoffKey includes the spec hash so that a changed container starts

@@ -358,19 +358,30 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := planBasePod()
-			if tc.pod != nil {
-				tc.pod(pod)
-			}
-			st := planBaseStatus(pod)
-			if tc.status != nil {
-				tc.status(st)
-			}
-			plan := ComputePodActions(pod, st, tc.backoff, nil)
-			if got := viewOf(plan); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("plan mismatch\n got: %+v\nwant: %+v\n(%s)", got, tc.want, plan)
-			}
+			plan := planOn(tc.pod, tc.status, tc.backoff, nil)
+			checkView(t, plan, tc.want)
 		})
+	}
+}
+
+// planOn plans for the base pod and status changed by podFn and stFn
+// (either may be nil).
+func planOn(podFn func(*v1.Pod), stFn func(*runtime.PodStatus), bo BackoffChecker, probes ProbeResults) Plan {
+	pod := planBasePod()
+	if podFn != nil {
+		podFn(pod)
+	}
+	st := planBaseStatus(pod)
+	if stFn != nil {
+		stFn(st)
+	}
+	return ComputePodActions(pod, st, bo, probes)
+}
+
+func checkView(t *testing.T, plan Plan, want planView) {
+	t.Helper()
+	if got := viewOf(plan); !reflect.DeepEqual(got, want) {
+		t.Errorf("plan mismatch\n got: %+v\nwant: %+v\n(%s)", got, want, plan)
 	}
 }
 

@@ -282,16 +282,29 @@ func (w *worker) podCgroupParent(pod *v1.Pod) string {
 }
 
 // withResizeRestarts adds the containers a resize restarts to the plan:
-// stopped and started again in this sync, as for a changed definition.
-func withResizeRestarts(plan Plan, rp ResizePlan) Plan {
+// stopped in this sync, as for a changed definition, and started again
+// unless their restart back-off holds (upstream starts them through the
+// same doBackOff as every other start).
+func withResizeRestarts(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, plan Plan, rp ResizePlan) Plan {
 	for id, k := range rp.Restart {
 		if _, dup := plan.ContainersToKill[id]; !dup {
 			plan.ContainersToKill[id] = k
 		}
 	}
-	plan.ContainersToStart = addIndexes(plan.ContainersToStart, rp.RestartIndex)
-	plan.SidecarsToStart = addIndexes(plan.SidecarsToStart, rp.RestartSidecars)
+	plan.ContainersToStart = addIndexes(plan.ContainersToStart, plan.allowed(pod, st, bo, pod.Spec.Containers, rp.RestartIndex, ""))
+	plan.SidecarsToStart = addIndexes(plan.SidecarsToStart, plan.allowed(pod, st, bo, pod.Spec.InitContainers, rp.RestartSidecars, plan.SandboxID))
 	return plan
+}
+
+// allowed are the indexes into list whose start the back-off lets through.
+func (p *Plan) allowed(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, list []v1.Container, idx []int, sandboxID string) []int {
+	var out []int
+	for _, i := range idx {
+		if p.backOff(pod, &list[i], lastExited(st, list[i].Name, sandboxID), bo) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func addIndexes(list, more []int) []int {

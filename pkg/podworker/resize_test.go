@@ -127,7 +127,8 @@ func TestComputeResizeActions(t *testing.T) {
 func TestWithResizeRestarts(t *testing.T) {
 	plan := Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}, ContainersToStart: []int{0}}
 	rp := ResizePlan{Restart: map[string]KillReason{"id-foo2": {Name: "foo2"}}, RestartIndex: []int{1}}
-	got := withResizeRestarts(plan, rp)
+	pod := planBasePod()
+	got := withResizeRestarts(pod, planBaseStatus(pod), nil, plan, rp)
 	if !reflect.DeepEqual(got.ContainersToStart, []int{0, 1}) || got.ContainersToKill["id-foo2"].Name != "foo2" {
 		t.Errorf("plan %s", got)
 	}
@@ -268,7 +269,7 @@ func TestResizeRestartsSidecar(t *testing.T) {
 	actuated := AllocationOf(pod)
 	pod.Spec.InitContainers[0].Resources = guaranteed("100m", "128Mi")
 	rp := ComputeResizeActions(pod, st, actuated)
-	plan := withResizeRestarts(Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}}, rp)
+	plan := withResizeRestarts(pod, st, nil, Plan{InitToStart: -1, ContainersToKill: map[string]KillReason{}}, rp)
 	if !reflect.DeepEqual(plan.SidecarsToStart, []int{0}) || plan.ContainersToKill["id-side"].Name != "side" || len(plan.ContainersToStart) != 0 {
 		t.Errorf("plan %s", plan)
 	}

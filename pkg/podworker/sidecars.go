@@ -31,8 +31,8 @@ func sidecarStarted(c *v1.Container, cs *runtime.ContainerStatus, probes ProbeRe
 }
 
 // planSidecars keeps an initialized pod's sidecars running: a stopped one
-// is started again (after its back-off), a changed or failing one is
-// killed and restarted.
+// is started again, a changed or failing one is killed and restarted, both
+// after their back-off.
 func planSidecars(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes ProbeResults, p Plan) Plan {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -40,20 +40,17 @@ func planSidecars(pod *v1.Pod, st *runtime.PodStatus, bo BackoffChecker, probes 
 			continue
 		}
 		cs := st.Latest(c.Name)
+		restart := true
 		if cs != nil && cs.State == criv1.ContainerState_CONTAINER_RUNNING {
-			if k, restart, stop := checkRunning(c, cs, true, probes); stop {
+			k, again, stop := checkRunning(c, cs, true, probes)
+			if stop {
 				p.ContainersToKill[cs.ID] = k
-				if restart {
-					p.SidecarsToStart = append(p.SidecarsToStart, i)
-				}
 			}
-			continue
+			restart = stop && again
 		}
-		if d, waiting := inBackoff(pod, c, cs, bo); waiting {
-			p.BackingOff[c.Name] = d
-			continue
+		if restart && p.backOff(pod, c, lastExited(st, c.Name, p.SandboxID), bo) {
+			p.SidecarsToStart = append(p.SidecarsToStart, i)
 		}
-		p.SidecarsToStart = append(p.SidecarsToStart, i)
 	}
 	return p
 }

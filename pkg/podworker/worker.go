@@ -290,7 +290,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		pullSecrets := w.pullSecrets(ctx, pod)
 		// The node runs the pod with the resources it admitted.
 		allocated, resize := w.syncResize(pod, st)
-		plan := withResizeRestarts(ComputePodActions(allocated, st, w.d.backoff, w.d.probes), resize)
+		plan := withResizeRestarts(allocated, st, w.d.backoff, ComputePodActions(allocated, st, w.d.backoff, w.d.probes), resize)
 		if !resize.Empty() {
 			w.log.Info("resize", "plan", resize.String())
 			execErr = w.resizeInPlace(ctx, allocated, resize)
@@ -446,7 +446,7 @@ func (w *worker) nextSync(pod *v1.Pod, st *runtime.PodStatus) time.Duration {
 		switch wt.Reason {
 		case "CrashLoopBackOff":
 			c := podutil.FindContainer(pod, name)
-			cs := st.Latest(name)
+			cs := lastExited(st, name, "")
 			if c == nil || cs == nil {
 				continue
 			}
