@@ -244,3 +244,52 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A container its liveness probe kills every time it runs backs off as one
+// that crashes: as upstream (the back-off is measured from the exit before
+// the kill), the first two kills restart it at once, the third waits in
+// CrashLoopBackOff, and from then on each back-off, doubling, lets exactly
+// one restart through.
+func TestLivenessKillsBackOff(t *testing.T) {
+	a := newAgent(t)
+	if err := a.WriteManifest("clbo.yaml", probedPod("clbo", "sleep 3600 & wait", `    livenessProbe:
+      exec: {command: ["false"]}
+      periodSeconds: 1
+      failureThreshold: 1
+`)); err != nil {
+		t.Fatal(err)
+	}
+	backingOff := func(p *v1.Pod, d string) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CrashLoopBackOff" &&
+			strings.HasPrefix(cs[0].State.Waiting.Message, "back-off "+d+" restarting failed container=c pod=clbo-")
+	}
+	p, err := a.WaitPod("clbo", podTimeout, func(p *v1.Pod) bool { return backingOff(p, "10s") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, p, "c")
+	if first.RestartCount != 2 || first.LastTerminationState.Terminated == nil {
+		t.Fatalf("first back-off: want restartCount 2 (two immediate restarts) and a last state, got %+v", first)
+	}
+	// Until the 20 s back-off shows, one restart at most, and it happened.
+	most := first.RestartCount
+	p, err = a.WaitPod("clbo", 2*podTimeout, func(p *v1.Pod) bool {
+		if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].RestartCount > most {
+			most = cs[0].RestartCount
+		}
+		return backingOff(p, "20s")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most != first.RestartCount+1 || status(t, p, "c").RestartCount != most {
+		t.Errorf("restarts between the 10s and 20s back-offs: saw up to %d, now %d; want exactly %d",
+			most, status(t, p, "c").RestartCount, first.RestartCount+1)
+	}
+	for _, want := range []string{"Container c failed liveness probe, will be restarted", "Back-off restarting failed container c in pod clbo-"} {
+		if err := a.WaitLog(want, 10*time.Second); err != nil {
+			t.Error(err)
+		}
+	}
+}
