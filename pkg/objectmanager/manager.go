@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
+	"github.com/nodeagent/nodeagent/pkg/podrefs"
 )
 
 // Strategy is a configMapAndSecretChangeDetectionStrategy value.

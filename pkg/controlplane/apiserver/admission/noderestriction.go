@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/authz"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
+	"github.com/nodeagent/nodeagent/pkg/podrefs"
 )
 
 // NodeRestriction is upstream's plugin of that name: the node authorizer

@@ -6,7 +6,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
+	"github.com/nodeagent/nodeagent/pkg/podrefs"
 )
 
 // DefaultServiceAccountName is the service account of pods that name none.

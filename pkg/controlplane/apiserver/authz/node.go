@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/podrefs"
+	"github.com/nodeagent/nodeagent/pkg/podrefs"
 )
 
 // PodReader reads pods as the node authorizer needs them: one pod (the
