@@ -15,6 +15,10 @@ package main
 //     before the next; then -flow-pods pods created at once from as many
 //     clients. Between rounds every pod has left the API and the runtime
 //     holds no sandbox.
+//  3. The agent's RssAnon once the node is Ready (0 pods) and with the
+//     -flow-pods pods Running (watch) before their deletion, and its CPU
+//     time (utime+stime) from the first Create to the last Running seen
+//     by the watch.
 //
 // t0 is the first CRI call (raw) or the moment the Create request is sent
 // (flow). The flow's end is when a watch of the namespace, opened before
@@ -70,6 +74,8 @@ type flowResult struct {
 	single, batch []flowTiming
 	cpStartup     time.Duration
 	nodeReady     time.Duration // agent started -> node Ready and untainted
+	idle          usage         // the agent once the node is Ready, 0 pods
+	burst         usage         // RssAnon with the burst Running; CPU time of its start
 }
 
 // flowRunner drives the agent through the API.
@@ -78,6 +84,7 @@ type flowRunner struct {
 	cri     *nart.Client
 	watch   *runningWatch
 	tracker *apiTracker
+	pid     int // the agent's
 	timeout time.Duration
 }
 
@@ -131,18 +138,25 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 		return err
 	}
 	res.nodeReady = time.Since(agentUp)
+	pid, err := findPidByArgs("--root-dir", a.RootDir)
+	if err != nil {
+		return err
+	}
+	if res.idle, err = readUsage(pid); err != nil {
+		return fmt.Errorf("agent usage: %w", err)
+	}
 	trackCtx, stopTracking := context.WithCancel(ctx)
 	defer stopTracking()
 	tr, err := trackPods(trackCtx, cp.admin, flowNamespace)
 	if err != nil {
 		return err
 	}
-	f := &flowRunner{cs: cp.admin, cri: env.cri, watch: env.watch, tracker: tr, timeout: o.timeout}
+	f := &flowRunner{cs: cp.admin, cri: env.cri, watch: env.watch, tracker: tr, pid: pid, timeout: o.timeout}
 
 	// 3. The series.
 	fmt.Printf("flow: API, 1 pod x %d (+1 warm-up) ...\n", o.reps)
 	for i, name := range seriesNames("flow-one", o.reps+1) {
-		t, err := f.round(ctx, []string{name})
+		t, _, err := f.round(ctx, []string{name})
 		if err != nil {
 			return err
 		}
@@ -151,7 +165,7 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 		}
 	}
 	fmt.Printf("flow: API, %d pods at once ...\n", *flowPods)
-	if res.batch, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
+	if res.batch, res.burst, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
 		return err
 	}
 	printFlowReport(&res, o)
@@ -255,42 +269,53 @@ func flowPod(name string) *v1.Pod {
 
 // round creates the named pods at once, waits until the watch has seen
 // every one Running, reads their containers' StartedAt, deletes them and
-// waits until they have left the API and the runtime.
-func (f *flowRunner) round(ctx context.Context, names []string) ([]flowTiming, error) {
-	t, err := f.start(ctx, names)
-	return t, errors.Join(err, f.remove(ctx, names))
+// waits until they have left the API and the runtime. The usage is the
+// agent's RssAnon with the pods Running and its CPU time from the first
+// Create to the last Running seen.
+func (f *flowRunner) round(ctx context.Context, names []string) ([]flowTiming, usage, error) {
+	t, u, err := f.start(ctx, names)
+	return t, u, errors.Join(err, f.remove(ctx, names))
 }
 
-func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, error) {
+func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, usage, error) {
 	pods := make([]*v1.Pod, len(names))
 	for i, n := range names {
 		pods[i] = flowPod(n)
 	}
+	before, err := readUsage(f.pid)
+	if err != nil {
+		return nil, usage{}, fmt.Errorf("agent usage: %w", err)
+	}
 	c, err := createPods(ctx, f.cs, flowNamespace, pods, len(pods), f.timeout)
 	if err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
 	seen, err := f.tracker.wait(ctx, names, "Running (watch)", isRunning, f.timeout)
 	if err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
+	u, err := readUsage(f.pid)
+	if err != nil {
+		return nil, usage{}, fmt.Errorf("agent usage: %w", err)
+	}
+	u.cpu -= before.cpu
 	sightings, err := f.watch.wait(ctx, names, f.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("CRI poll: %w", err)
+		return nil, usage{}, fmt.Errorf("CRI poll: %w", err)
 	}
 	timings := make([]flowTiming, len(names))
 	for i, n := range names {
 		s := seen[n]
 		if s.node != flowNode {
-			return nil, fmt.Errorf("pod %s bound to %q, want %s", n, s.node, flowNode)
+			return nil, usage{}, fmt.Errorf("pod %s bound to %q, want %s", n, s.node, flowNode)
 		}
 		timings[i] = flowTiming{name: n, t0: c.sent[i], created: c.returned[i], bound: s.bound, running: s.running,
 			observed: sightings[n].at}
 		if timings[i].started, err = startedAt(ctx, f.cri, sightings[n].containerID); err != nil {
-			return nil, err
+			return nil, usage{}, err
 		}
 	}
-	return timings, nil
+	return timings, u, nil
 }
 
 // remove deletes the pods with their grace period (the agent confirms the

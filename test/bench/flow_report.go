@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -61,9 +62,68 @@ func printFlowReport(r *flowResult, o options) {
 	compare(fmt.Sprintf("%d pods per pod median, known running", n), rawKnownN.median, flowKnownN.median)
 	compare(fmt.Sprintf("%d pods per pod p99, known running", n), rawKnownN.p99, flowKnownN.p99)
 	fmt.Println()
+	printFlowGoals(r, rawKnown1, flowKnown1, rawKnownN, flowKnownN)
+	fmt.Println()
+	printFlowAgent(r)
+	fmt.Println()
 	fmt.Printf("control plane start %.1f s; agent start -> node Ready and untainted %.1f s\n",
 		r.cpStartup.Seconds(), r.nodeReady.Seconds())
 	fmt.Printf("flow agent log: %s\n", flowAgentLogPath)
+}
+
+// printFlowGoals sets the figures against issue 15's goals, with the raw
+// CRI side's "known running" (StartContainer returned) as the floor.
+func printFlowGoals(r *flowResult, rawKnown1, flowKnown1, rawKnownN, flowKnownN dist) {
+	n := len(r.batch)
+	fmt.Printf("%-44s %9s %9s %7s %9s\n", "goals (issue 15), ms", "figure", "floor", "ratio", "goal")
+	goal := func(label string, figure, floor, limit float64) {
+		verdict := "met"
+		if !(figure <= limit) {
+			verdict = "NOT met"
+		}
+		fmt.Printf("%-44s %9.1f %9s %7s %9.1f   %s\n", label, figure, orDash("%.1f", floor), orDash("%.2f", figure/floor), limit, verdict)
+	}
+	goal("1 pod median, Running (watch)", flowKnown1.median, rawKnown1.median, 1.1*rawKnown1.median+50)
+	rawSpan := makespan(r.raw.batch, startReturned).median
+	goal(fmt.Sprintf("%d pods makespan, last Running (watch)", n),
+		makespan(r.batch, func(t flowTiming) time.Time { return t.running }).median, rawSpan, 1.1*rawSpan)
+	goal(fmt.Sprintf("%d pods per pod p99, Running (watch)", n), flowKnownN.p99, rawKnownN.p99, 1.1*rawKnownN.p99)
+	goal("1 pod, max Running (watch) - StartedAt", maxMs(r.single, statusLag), math.NaN(), 1000)
+	goal(fmt.Sprintf("%d pods, max Running (watch) - StartedAt", n), maxMs(r.batch, statusLag), math.NaN(), 1000)
+	fmt.Println("(floor = raw CRI, StartContainer returned; goals: 1 pod <= 1.1 x floor + 50 ms, burst makespan and p99")
+	fmt.Println(" <= 1.1 x floor, a started pod's status in the API within 1 s of its StartedAt)")
+	fmt.Println("kubelet: not measured in this run (the bench does not run the upstream kubelet), so no kubelet figures are printed")
+}
+
+// printFlowAgent prints the agent's memory idle and with the burst's pods,
+// and the CPU time their start cost it.
+func printFlowAgent(r *flowResult) {
+	n := len(r.batch)
+	fmt.Printf("%-52s %11s %9s %12s\n", "flow agent", "RssAnon MiB", "CPU ms", "CPU ms/pod")
+	fmt.Printf("%-52s %11.1f\n", "0 pods, node Ready", mib(r.idle.anonKiB))
+	fmt.Printf("%-52s %11.1f\n", fmt.Sprintf("%d pods Running (watch), before their deletion", n), mib(r.burst.anonKiB))
+	fmt.Printf("%-52s %11s %9.0f %12.1f\n", fmt.Sprintf("%d pods start, first Create -> last Running (watch)", n), "",
+		ms(r.burst.cpu), ms(r.burst.cpu)/float64(n))
+	fmt.Printf("(CPU = utime+stime from /proc/<pid>/stat, in %d ms ticks)\n", 1000/userHZ)
+}
+
+// maxMs is the largest f over the pods, in milliseconds.
+func maxMs[T any](ts []T, f func(T) time.Duration) float64 {
+	if len(ts) == 0 {
+		return math.NaN()
+	}
+	m := f(ts[0])
+	for _, t := range ts {
+		m = max(m, f(t))
+	}
+	return ms(m)
+}
+
+func orDash(format string, x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf(format, x)
 }
 
 func startReturned(t podTiming) time.Time { return t.steps[3] }
@@ -73,5 +133,6 @@ func flowBound(t flowTiming) time.Duration    { return t.bound.Sub(t.t0) }
 func flowStarted(t flowTiming) time.Duration  { return t.started.Sub(t.t0) }
 func flowObserved(t flowTiming) time.Duration { return t.observed.Sub(t.t0) }
 func flowRunning(t flowTiming) time.Duration  { return t.running.Sub(t.t0) }
+func statusLag(t flowTiming) time.Duration    { return t.running.Sub(t.started) }
 
 func (t flowTiming) start() time.Time { return t.t0 }

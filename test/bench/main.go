@@ -16,7 +16,9 @@
 //     RunPodSandbox (netsetup.go: pod network against host network, -reps
 //     each), root and containerd.
 //   - flow: API create -> Running through scheduler and agent, beside the
-//     raw CRI floor in the same run (flow.go; -reps, -flow-pods), root and
+//     raw CRI floor in the same run, against issue 15's goals, with the
+//     agent's CPU time for the burst's start and its RssAnon idle and
+//     with the burst running (flow.go; -reps, -flow-pods), root and
 //     containerd.
 //   - probes: the CPU time of the agent, containerd and its shims with 100
 //     pods running, without and with an exec liveness probe (10 s) and an
