@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/inflight"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 )
 
@@ -80,6 +81,12 @@ type Config struct {
 	KubeletCertificateAuthority string
 	KubeletInsecureTLS          bool
 
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only and the mutating requests served at once, as
+	// kube-apiserver's flags of those names (defaults 400 and 200); a
+	// negative value is no limit (the flags' 0).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+
 	Logger *slog.Logger
 	// Ready, when set, is closed once the server accepts requests and is
 	// ready (use a new channel for every Run).
@@ -107,6 +114,49 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
 	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the kubelet-serving CA, <data-dir>/pki/kubelet-serving-ca.crt, which signs the serving certificates agents request and nothing else).")
 	fs.BoolVar(&c.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
+	c.MaxRequestsInFlight = inflight.DefaultMaxRequestsInFlight
+	c.MaxMutatingRequestsInFlight = inflight.DefaultMaxMutatingRequestsInFlight
+	fs.Var(&inflightFlag{name: "max-requests-inflight", limit: &c.MaxRequestsInFlight}, "max-requests-inflight",
+		"The maximum number of non-mutating requests in flight at a given time. When the server exceeds this, it rejects requests. Zero for no limit.")
+	fs.Var(&inflightFlag{name: "max-mutating-requests-inflight", limit: &c.MaxMutatingRequestsInFlight}, "max-mutating-requests-inflight",
+		"The maximum number of mutating requests in flight at a given time. When the server exceeds this, it rejects requests. Zero for no limit.")
+}
+
+// inflightFlag is an in-flight limit flag: upstream's 0 (no limit) is
+// the Config's negative value, so that a zero Config takes the default.
+type inflightFlag struct {
+	name  string
+	limit *int
+}
+
+func (f *inflightFlag) String() string {
+	if f.limit == nil || *f.limit < 0 {
+		return "0"
+	}
+	return strconv.Itoa(*f.limit)
+}
+
+func (f *inflightFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return err
+	case n < 0:
+		return fmt.Errorf("--%s can not be negative value", f.name)
+	case n == 0:
+		n = -1
+	}
+	*f.limit = n
+	return nil
+}
+
+func (f *inflightFlag) Type() string { return "int" }
+
+// inflight is the in-flight filter's configuration (zero: no limit).
+func (c *Config) inflight() inflight.Config {
+	unlimitedIsZero := func(n int) int { return max(n, 0) }
+	return inflight.Config{MaxRequestsInFlight: unlimitedIsZero(c.MaxRequestsInFlight),
+		MaxMutatingRequestsInFlight: unlimitedIsZero(c.MaxMutatingRequestsInFlight)}
 }
 
 func (c *Config) setDefaults() {
@@ -124,6 +174,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxRequestsInFlight == 0 {
+		c.MaxRequestsInFlight = inflight.DefaultMaxRequestsInFlight
+	}
+	if c.MaxMutatingRequestsInFlight == 0 {
+		c.MaxMutatingRequestsInFlight = inflight.DefaultMaxMutatingRequestsInFlight
 	}
 }
 

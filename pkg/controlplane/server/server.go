@@ -20,6 +20,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/inflight"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/kubeletproxy"
 	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
@@ -186,16 +187,21 @@ func Run(ctx context.Context, cfg Config) error {
 	health := &healthChecks{etcdHealth: store.Healthy, instrument: api.InstrumentPath}
 	mux := http.NewServeMux()
 	health.register(mux)
-	mux.Handle("/", authenticateWith(tokenAuthn, api.Handler()))
+	// As upstream's handler chain: authentication, the in-flight limit,
+	// then the API (authorization first).
+	mux.Handle("/", authenticateWith(tokenAuthn, inflight.New(cfg.inflight(), api.Handler())))
 	ln, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
 		return abort(fmt.Errorf("secure port: %w", err))
 	}
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
+	// The timeouts and header bound are kube-apiserver's (secure_serving.go).
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 32 * time.Second, // just shy of upstream's 34s request timeout bound
+		IdleTimeout:       90 * time.Second, // http.DefaultTransport's keep-alive
+		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		TLSConfig: &tls.Config{
