@@ -105,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = registry.New(registry.Config{})
 	}
+	limitJSONPatchCopies()
 	s := &Server{
 		cfg:       cfg,
 		resources: map[string]*registry.Resource{},

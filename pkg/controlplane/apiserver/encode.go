@@ -3,7 +3,6 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -128,9 +127,9 @@ func decodeInto(contentType string, body []byte, into runtime.Object) error {
 
 // readBody reads a request body up to the size limit and decodes it.
 func readBody(r *http.Request, into runtime.Object) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := readLimitedBody(r)
 	if err != nil {
-		return responsewriters.BadRequest("read body: %v", err)
+		return err
 	}
 	if err := decodeInto(r.Header.Get("Content-Type"), body, into); err != nil {
 		return responsewriters.BadRequest("%s", fmt.Sprintf("invalid %T: %v", into, err))

@@ -18,7 +18,6 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/openapi"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 )
 
 // checkFieldValidation honours the fieldValidation query parameter of
@@ -41,11 +40,11 @@ func (h *resourceHandler) checkFieldValidation(w http.ResponseWriter, r *http.Re
 	if into == nil || strings.HasPrefix(contentType, protobufType) || contentType == string(types.JSONPatchType) {
 		return nil // protobuf has no unknown fields; JSON patches are not objects
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	body, err := readLimitedBody(r)
 	if err != nil {
-		return responsewriters.BadRequest("read body: %v", err)
+		return err
 	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	strictErrs, err := strictErrors(body, into, h.ri.Verb == "patch" && contentType == string(types.StrategicMergePatchType))
 	if err != nil || len(strictErrs) == 0 {
 		return nil // malformed bodies are the handler's to reject

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -20,9 +19,6 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
-
-// maxBody bounds request bodies (upstream: 3 MiB for most requests).
-const maxBody = 3 << 20
 
 // requestTimeout bounds one non-watch request.
 const requestTimeout = 60 * time.Second
@@ -184,12 +180,9 @@ func (h *resourceHandler) list(ctx context.Context, w http.ResponseWriter, r *ht
 // decode reads the request body into a new object of the resource's type
 // and checks its kind.
 func (h *resourceHandler) decode(r *http.Request) (runtime.Object, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := readLimitedBody(r)
 	if err != nil {
-		return nil, responsewriters.BadRequest("read body: %v", err)
-	}
-	if len(body) > maxBody {
-		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
+		return nil, err
 	}
 	return h.decodeBytes(r.Header.Get("Content-Type"), body)
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"math/big"
 	"net/http"
 	"strings"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -239,16 +236,17 @@ func (h *resourceHandler) patch(ctx context.Context, w http.ResponseWriter, r *h
 	if !wholeObjectSubresources[h.ri.Subresource] {
 		return h.updateSubresource(ctx, w, r)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		return responsewriters.BadRequest("read body: %v", err)
-	}
-	pt := types.PatchType(strings.TrimSpace(strings.Split(r.Header.Get("Content-Type"), ";")[0]))
+	// As upstream, the patch type is checked before the body is read.
+	pt := patchTypeOf(r)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 	default:
 		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", groupResource(h.res), h.ri.Name,
 			"the server does not support the patch type "+string(pt), 0, false)
+	}
+	body, err := readLimitedBody(r)
+	if err != nil {
+		return err
 	}
 	return h.applyUpdate(ctx, w, r, func(existing runtime.Object) (runtime.Object, error) {
 		setKind(existing, h.res.GVK)
@@ -258,7 +256,7 @@ func (h *resourceHandler) patch(ctx context.Context, w http.ResponseWriter, r *h
 		}
 		patched, err := applyPatch(pt, cur, body, h.res.New())
 		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, err
 		}
 		obj, err := h.decodeBytes("application/json", patched)
 		if err != nil {
@@ -275,25 +273,13 @@ func (h *resourceHandler) patch(ctx context.Context, w http.ResponseWriter, r *h
 	})
 }
 
-func applyPatch(pt types.PatchType, cur, patch []byte, schemaObj runtime.Object) ([]byte, error) {
-	switch pt {
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, err
-		}
-		return p.Apply(cur)
-	case types.MergePatchType:
-		return jsonpatch.MergePatch(cur, patch)
-	default:
-		return strategicpatch.StrategicMergePatch(cur, patch, schemaObj)
-	}
-}
-
 // deleteOptions reads DeleteOptions from the body or the query.
 func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := readLimitedBody(r)
+	if err != nil {
+		return nil, err
+	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := decodeInto(r.Header.Get("Content-Type"), body, opts); err != nil {
 			return nil, responsewriters.BadRequest("invalid DeleteOptions: %v", err)

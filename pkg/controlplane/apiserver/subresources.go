@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -128,9 +127,9 @@ func (h *resourceHandler) updateSubresource(ctx context.Context, w http.Response
 
 func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	var sc autoscalingv1.Scale
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := readLimitedBody(r)
 	if err != nil {
-		return responsewriters.BadRequest("read body: %v", err)
+		return err
 	}
 	if r.Method == http.MethodPatch {
 		cur, err := h.st.Get(ctx, h.ri.Namespace, h.ri.Name)
@@ -140,7 +139,7 @@ func (h *resourceHandler) updateScale(ctx context.Context, w http.ResponseWriter
 		raw, _ := json.Marshal(h.res.GetScale(cur))
 		pt := patchTypeOf(r)
 		if body, err = applyPatch(pt, raw, body, &autoscalingv1.Scale{}); err != nil {
-			return responsewriters.BadRequest("%v", err)
+			return err
 		}
 	}
 	ct := r.Header.Get("Content-Type")

@@ -403,5 +403,8 @@ func (s *Store) etcdError(op, key string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return apierrors.NewTimeoutError(fmt.Sprintf("etcd %s %s: %v", op, key, err), 1)
 	}
+	if isTooLarge(err) {
+		return tooLargeError(err)
+	}
 	return apierrors.NewInternalError(fmt.Errorf("etcd %s %s: %w", op, key, err))
 }
