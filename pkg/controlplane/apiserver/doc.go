@@ -22,6 +22,13 @@
 // init and regular container. NodeRestriction lets a node request tokens
 // only bound to its own pods, for an audience their volumes use.
 //
+// Request bodies are bounded as kube-apiserver bounds them: more than
+// 3 MiB is a 413 "Request entity too large: limit is 3145728"; a JSON
+// patch has at most 10000 operations (413) and its copies add at most
+// 3 MiB (else the patch does not apply: 422), so that no patch grows an
+// object past what etcd stores. Authorization comes before a patch is
+// applied, admission after, as upstream.
+//
 // pods/log, exec, attach, portforward and nodes/proxy go to the node's
 // kubelet API (Config.Kubelet: its address from the Node's status, the
 // API server's client certificate), served by package kubeletproxy: logs

@@ -18,7 +18,9 @@
 // Authentication sits in front of the API server: a client certificate
 // verified against the CA gives user CN and groups O; otherwise a bearer
 // token from tokens.csv; otherwise 401 with a Status body (anonymous access
-// is off). /healthz, /livez and /readyz answer anyone, as kube-apiserver's
+// is off). Behind authentication, package inflight bounds the requests
+// served at once (Config.MaxRequestsInFlight, MaxMutatingRequestsInFlight:
+// kube-apiserver's flags, 429 past them). /healthz, /livez and /readyz answer anyone, as kube-apiserver's
 // probe endpoints do; /readyz fails until etcd and the API server are ready
 // and whenever etcd stops answering.
 package server
