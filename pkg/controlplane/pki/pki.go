@@ -6,10 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/big"
 	"net"
@@ -88,19 +86,12 @@ type PKI struct {
 	// KubeletClientCertPEM and KubeletClientKeyPEM are what the API
 	// server presents to kubelets (kube-apiserver's --kubelet-client-*).
 	KubeletClientCertPEM, KubeletClientKeyPEM []byte
-
-	now func() time.Time
 }
 
 // Ensure loads the PKI in dir, creating or renewing what is missing or
 // no longer valid.
 func Ensure(dir string, opts Options) (*PKI, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki dir: %w", err)
 	}
@@ -108,7 +99,6 @@ func Ensure(dir string, opts Options) (*PKI, error) {
 		Dir:             dir,
 		ServingCertPath: filepath.Join(dir, ServingCertFile),
 		ServingKeyPath:  filepath.Join(dir, ServingKeyFile),
-		now:             opts.Now,
 	}
 	var err error
 	if p.CA, err = ensureCA(dir, clusterCA, opts.Now, opts.Logger); err != nil {
@@ -126,17 +116,17 @@ func Ensure(dir string, opts Options) (*PKI, error) {
 		cn:       servingCommonName,
 		dnsNames: dnsNames,
 		ips:      ips,
-		usage:    x509.ExtKeyUsageServerAuth,
+		usages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	if _, _, err := p.ensureLeaf(serving, opts.Logger); err != nil {
+	if _, _, err := p.ensureLeaf(dir, serving, opts.Logger); err != nil {
 		return nil, err
 	}
-	admin := leafSpec{name: "admin", cn: AdminUser, orgs: []string{AdminGroup}, usage: x509.ExtKeyUsageClientAuth}
-	if p.AdminCertPEM, p.AdminKeyPEM, err = p.ensureLeaf(admin, opts.Logger); err != nil {
+	admin := clientLeaf("admin", AdminUser, AdminGroup)
+	if p.AdminCertPEM, p.AdminKeyPEM, err = p.ensureLeaf(dir, admin, opts.Logger); err != nil {
 		return nil, err
 	}
-	kubelet := leafSpec{name: "apiserver-kubelet-client", cn: KubeletClientUser, orgs: []string{KubeletClientGroup}, usage: x509.ExtKeyUsageClientAuth}
-	if p.KubeletClientCertPEM, p.KubeletClientKeyPEM, err = p.ensureLeaf(kubelet, opts.Logger); err != nil {
+	kubelet := clientLeaf("apiserver-kubelet-client", KubeletClientUser, KubeletClientGroup)
+	if p.KubeletClientCertPEM, p.KubeletClientKeyPEM, err = p.ensureLeaf(dir, kubelet, opts.Logger); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -157,107 +147,15 @@ func (p *PKI) IssueClientCert(cn string, orgs []string, validity time.Duration) 
 	if validity <= 0 {
 		validity = LeafValidity
 	}
-	return p.issue(leafSpec{cn: cn, orgs: orgs, usage: x509.ExtKeyUsageClientAuth}, validity)
-}
-
-// leafSpec describes a certificate signed by the CA.
-type leafSpec struct {
-	name     string // file name stem
-	cn       string
-	orgs     []string
-	dnsNames []string
-	ips      []net.IP
-	usage    x509.ExtKeyUsage
-}
-
-// ensureLeaf reuses <name>.crt/.key when still good for spec, else issues
-// and writes a new pair.
-func (p *PKI) ensureLeaf(spec leafSpec, log *slog.Logger) (certPEM, keyPEM []byte, err error) {
-	certPath, keyPath := filepath.Join(p.Dir, spec.name+".crt"), filepath.Join(p.Dir, spec.name+".key")
-	certPEM, certErr := os.ReadFile(certPath)
-	keyPEM, keyErr := os.ReadFile(keyPath)
-	if certErr == nil && keyErr == nil {
-		reason := p.renewReason(certPEM, keyPEM, spec)
-		if reason == "" {
-			return certPEM, keyPEM, nil
-		}
-		log.Info("renewing certificate", "cert", certPath, "reason", reason)
-	} else if !errors.Is(certErr, fs.ErrNotExist) && certErr != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", certPath, certErr)
-	} else if !errors.Is(keyErr, fs.ErrNotExist) && keyErr != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", keyPath, keyErr)
-	}
-	if certPEM, keyPEM, err = p.issue(spec, LeafValidity); err != nil {
-		return nil, nil, err
-	}
-	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
-		return nil, nil, err
-	}
-	if err := writeFile(certPath, certPEM, 0o644); err != nil {
-		return nil, nil, err
-	}
-	return certPEM, keyPEM, nil
-}
-
-// renewReason says why an existing pair no longer serves spec ("" if it does).
-func (p *PKI) renewReason(certPEM, keyPEM []byte, spec leafSpec) string {
-	cert, _, err := parsePair(certPEM, keyPEM)
-	if err != nil {
-		return err.Error()
-	}
-	if err := cert.CheckSignatureFrom(p.CACert); err != nil {
-		return "not signed by the current CA"
-	}
-	if p.now().Add(RenewBefore).After(cert.NotAfter) {
-		return "expires within 30 days"
-	}
-	if !slices.Contains(cert.ExtKeyUsage, spec.usage) {
-		return "missing extended key usage"
-	}
-	if cert.Subject.CommonName != spec.cn || !sameSet(cert.Subject.Organization, spec.orgs) {
-		return "subject changed"
-	}
-	for _, name := range spec.dnsNames {
-		if !slices.Contains(cert.DNSNames, name) {
-			return "lacks SAN " + name
-		}
-	}
-	for _, ip := range spec.ips {
-		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
-			return "lacks SAN " + ip.String()
-		}
-	}
-	return ""
-}
-
-func (p *PKI) issue(spec leafSpec, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	der, err := p.sign(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{spec.usage},
-		DNSNames:    spec.dnsNames,
-		IPAddresses: spec.ips,
-	}, key.Public(), validity)
-	if err != nil {
-		return nil, nil, err
-	}
-	return encode(der, key)
+	return p.issue(leafSpec{cn: cn, orgs: orgs, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, validity)
 }
 
 // servingSANs lists the serving certificate's names: loopback, the host's
 // name and addresses, the in-cluster service names, and opts.ExtraSANs.
 func servingSANs(opts Options) ([]string, []net.IP, error) {
-	hostname := opts.Hostname
-	if hostname == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, nil, fmt.Errorf("hostname: %w", err)
-		}
-		hostname = h
+	hostname, err := opts.hostname()
+	if err != nil {
+		return nil, nil, err
 	}
 	nodeIPs := opts.IPs
 	if nodeIPs == nil {
@@ -280,6 +178,28 @@ func servingSANs(opts Options) ([]string, []net.IP, error) {
 		}
 	}
 	return uniqueStrings(dns), uniqueIPs(ips), nil
+}
+
+func (opts Options) withDefaults() Options {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return opts
+}
+
+// hostname is opts.Hostname, else the host's name.
+func (opts Options) hostname() (string, error) {
+	if opts.Hostname != "" {
+		return opts.Hostname, nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("hostname: %w", err)
+	}
+	return h, nil
 }
 
 // hostIPs returns the addresses of the host's interfaces, link-local excluded.
