@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
 var (
@@ -56,7 +58,14 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := etcd.Start(ctx, etcd.Config{DataDir: dir, ClientPort: freePort(), PeerPort: freePort(), Logger: quiet})
+	etcdPKI, err := pki.EnsureEtcd(filepath.Join(dir, "pki"), pki.Options{Hostname: "test", Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	e, err := etcd.Start(ctx, etcd.Config{
+		DataDir: filepath.Join(dir, "etcd"), ClientPort: freePort(), PeerPort: freePort(), Logger: quiet,
+	}.WithPKI(etcdPKI))
 	if err != nil {
 		fmt.Println(err)
 		return 1

@@ -46,13 +46,34 @@ type Config struct {
 	// or for an external cluster to answer (default 1m).
 	StartTimeout time.Duration
 
+	// ServerTLS secures the embedded server (required for it).
+	ServerTLS ServerTLS
+
 	// Servers are the client URLs of an external etcd cluster. When set,
 	// nothing is embedded.
 	Servers []string
-	// CAFile, CertFile and KeyFile configure client TLS for Servers.
+	// CAFile, CertFile and KeyFile configure the client's TLS: optional
+	// for Servers, required for the embedded server, which accepts only
+	// clients whose certificate ServerTLS.TrustedCAFile signed.
 	CAFile, CertFile, KeyFile string
 
 	Logger *slog.Logger
+}
+
+// ServerTLS is the embedded server's TLS, as kubeadm configures its etcd:
+// the client and the peer port both serve TLS and refuse connections
+// without a client certificate signed by TrustedCAFile.
+type ServerTLS struct {
+	TrustedCAFile             string
+	CertFile, KeyFile         string // the client port's serving pair
+	PeerCertFile, PeerKeyFile string
+}
+
+func (t ServerTLS) validate() error {
+	if t.TrustedCAFile == "" || t.CertFile == "" || t.KeyFile == "" || t.PeerCertFile == "" || t.PeerKeyFile == "" {
+		return errors.New("etcd: the embedded server needs ServerTLS (trusted CA, serving and peer pairs)")
+	}
+	return nil
 }
 
 // Etcd is a running etcd (embedded or external) and a client to it.
@@ -78,14 +99,23 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 	return startEmbedded(ctx, cfg)
 }
 
+// clientTLS is the client's TLS from cfg, nil when none is configured.
+func (cfg Config) clientTLS() (*tls.Config, error) {
+	if cfg.CAFile == "" && cfg.CertFile == "" && cfg.KeyFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
+	tlsCfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd client TLS: %w", err)
+	}
+	return tlsCfg, nil
+}
+
 func startExternal(ctx context.Context, cfg Config) (*Etcd, error) {
-	var tlsCfg *tls.Config
-	if cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" {
-		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
-		var err error
-		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd client TLS: %w", err)
-		}
+	tlsCfg, err := cfg.clientTLS()
+	if err != nil {
+		return nil, err
 	}
 	cli, err := newClient(cfg.Servers, tlsCfg)
 	if err != nil {
@@ -103,6 +133,16 @@ func startExternal(ctx context.Context, cfg Config) (*Etcd, error) {
 func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("etcd: DataDir is required for the embedded server")
+	}
+	if err := cfg.ServerTLS.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.CAFile == "" || cfg.CertFile == "" || cfg.KeyFile == "" {
+		return nil, errors.New("etcd: the embedded server needs the client's CAFile, CertFile and KeyFile")
+	}
+	tlsCfg, err := cfg.clientTLS()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.ClientPort == 0 {
 		cfg.ClientPort = DefaultClientPort
@@ -123,8 +163,16 @@ func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 	ec := embed.NewConfig()
 	ec.Name = memberName
 	ec.Dir = cfg.DataDir
-	clientURL := loopbackURL("http", cfg.ClientPort)
-	peerURL := loopbackURL("http", cfg.PeerPort)
+	clientURL := loopbackURL("https", cfg.ClientPort)
+	peerURL := loopbackURL("https", cfg.PeerPort)
+	ec.ClientTLSInfo = transport.TLSInfo{
+		CertFile: cfg.ServerTLS.CertFile, KeyFile: cfg.ServerTLS.KeyFile,
+		TrustedCAFile: cfg.ServerTLS.TrustedCAFile, ClientCertAuth: true,
+	}
+	ec.PeerTLSInfo = transport.TLSInfo{
+		CertFile: cfg.ServerTLS.PeerCertFile, KeyFile: cfg.ServerTLS.PeerKeyFile,
+		TrustedCAFile: cfg.ServerTLS.TrustedCAFile, ClientCertAuth: true,
+	}
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
 	ec.ListenPeerUrls = []url.URL{peerURL}
@@ -161,12 +209,34 @@ func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 		return nil, fmt.Errorf("embedded etcd start: %w", ctx.Err())
 	}
 
-	cli, err := newClient([]string{clientURL.String()}, nil)
+	cli, err := newClient([]string{clientURL.String()}, tlsCfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := advertisePeerURL(ctx, cli, srv, peerURL); err != nil {
+		_ = cli.Close()
 		return nil, err
 	}
 	cfg.Logger.Info("embedded etcd ready", "dataDir", cfg.DataDir, "client", clientURL.String())
 	return &Etcd{embedded: srv, closing: closing, client: cli, log: cfg.Logger}, nil
+}
+
+// advertisePeerURL records peerURL as the member's peer URL when the data
+// dir still holds another (http:// from before the ports served TLS):
+// etcd keeps a member's peer URLs in its data and ignores the configured
+// ones on restart.
+func advertisePeerURL(ctx context.Context, cli *clientv3.Client, srv *embed.Etcd, peerURL url.URL) error {
+	id := uint64(srv.Server.MemberID())
+	m := srv.Server.Cluster().Member(srv.Server.MemberID())
+	if m != nil && len(m.PeerURLs) == 1 && m.PeerURLs[0] == peerURL.String() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, defaultDialTimeout)
+	defer cancel()
+	if _, err := cli.MemberUpdate(ctx, id, []string{peerURL.String()}); err != nil {
+		return fmt.Errorf("embedded etcd: update the member's peer URL to %s: %w", peerURL.String(), err)
+	}
+	return nil
 }
 
 func newClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {

@@ -86,16 +86,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	// 2. etcd.
-	store, err := etcd.Start(ctx, etcd.Config{
-		DataDir:    filepath.Join(cfg.DataDir, "etcd"),
-		ClientPort: cfg.EtcdClientPort,
-		PeerPort:   cfg.EtcdPeerPort,
-		Servers:    cfg.EtcdServers,
-		CAFile:     cfg.EtcdCAFile,
-		CertFile:   cfg.EtcdCertFile,
-		KeyFile:    cfg.EtcdKeyFile,
-		Logger:     log.With("component", "etcd"),
-	})
+	etcdCfg, err := cfg.etcdConfig(log)
+	if err != nil {
+		return err
+	}
+	store, err := etcd.Start(ctx, etcdCfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting

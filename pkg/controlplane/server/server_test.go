@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -138,9 +140,9 @@ func do(t *testing.T, c *http.Client, url, token string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func etcdPut(t *testing.T, port int, key, val string) {
+func etcdPut(t *testing.T, dataDir string, port int, key, val string) {
 	t.Helper()
-	cli := etcdClient(t, port)
+	cli := etcdClient(t, dataDir, port)
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -149,9 +151,9 @@ func etcdPut(t *testing.T, port int, key, val string) {
 	}
 }
 
-func etcdGet(t *testing.T, port int, key string) string {
+func etcdGet(t *testing.T, dataDir string, port int, key string) string {
 	t.Helper()
-	cli := etcdClient(t, port)
+	cli := etcdClient(t, dataDir, port)
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -165,11 +167,24 @@ func etcdGet(t *testing.T, port int, key string) string {
 	return string(resp.Kvs[0].Value)
 }
 
-func etcdClient(t *testing.T, port int) *clientv3.Client {
+// etcdClient connects to the embedded etcd of dataDir as the API server
+// does, with apiserver-etcd-client.
+func etcdClient(t *testing.T, dataDir string, port int) *clientv3.Client {
 	t.Helper()
+	pkiDir := filepath.Join(dataDir, "pki")
+	info := transport.TLSInfo{
+		TrustedCAFile: filepath.Join(pkiDir, pki.EtcdCACertFile),
+		CertFile:      filepath.Join(pkiDir, pki.EtcdClientCertFile),
+		KeyFile:       filepath.Join(pkiDir, pki.EtcdClientKeyFile),
+	}
+	tlsCfg, err := info.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"http://127.0.0.1:" + strconv.Itoa(port)},
+		Endpoints:   []string{"https://127.0.0.1:" + strconv.Itoa(port)},
 		DialTimeout: 5 * time.Second,
+		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
@@ -253,7 +268,7 @@ func TestRunRestartAndStop(t *testing.T) {
 	}
 
 	serial := caSerial(t, dir)
-	etcdPut(t, cfg.EtcdClientPort, "/test/persisted", "yes")
+	etcdPut(t, dir, cfg.EtcdClientPort, "/test/persisted", "yes")
 	admin.CloseIdleConnections()
 	anon.CloseIdleConnections()
 	r.stop(t)
@@ -265,7 +280,7 @@ func TestRunRestartAndStop(t *testing.T) {
 	if got := caSerial(t, dir); got.Cmp(serial) != 0 {
 		t.Errorf("CA regenerated on restart: serial %v, was %v", got, serial)
 	}
-	if v := etcdGet(t, cfg.EtcdClientPort, "/test/persisted"); v != "yes" {
+	if v := etcdGet(t, dir, cfg.EtcdClientPort, "/test/persisted"); v != "yes" {
 		t.Errorf("etcd key after restart = %q, want yes", v)
 	}
 	admin, host = adminClient(t, dir)
@@ -348,21 +363,30 @@ func TestRunFailsOnBusyPort(t *testing.T) {
 // external cluster): nothing is embedded in the data dir.
 func TestRunExternalEtcd(t *testing.T) {
 	clusterPort := freePort(t)
+	clusterDir := t.TempDir()
+	clusterPKI, err := pki.EnsureEtcd(filepath.Join(clusterDir, "pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cluster, err := etcd.Start(t.Context(), etcd.Config{
-		DataDir: t.TempDir(), ClientPort: clusterPort, PeerPort: freePort(t),
+		DataDir: filepath.Join(clusterDir, "etcd"), ClientPort: clusterPort, PeerPort: freePort(t),
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
-	})
+	}.WithPKI(clusterPKI))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
 
+	// The external cluster's TLS comes from the --etcd-* flags.
 	dir := t.TempDir()
 	r := start(t, Config{
-		DataDir:     dir,
-		SecurePort:  freePort(t),
-		BindAddress: "127.0.0.1",
-		EtcdServers: []string{"http://127.0.0.1:" + strconv.Itoa(clusterPort)},
+		DataDir:      dir,
+		SecurePort:   freePort(t),
+		BindAddress:  "127.0.0.1",
+		EtcdServers:  []string{"https://127.0.0.1:" + strconv.Itoa(clusterPort)},
+		EtcdCAFile:   clusterPKI.CAFile,
+		EtcdCertFile: clusterPKI.ClientCertFile,
+		EtcdKeyFile:  clusterPKI.ClientKeyFile,
 	})
 	admin, host := adminClient(t, dir)
 	if code, body := do(t, admin, host+"/readyz", ""); code != http.StatusOK || body != "ok" {
@@ -372,5 +396,8 @@ func TestRunExternalEtcd(t *testing.T) {
 	r.stop(t)
 	if _, err := os.Stat(filepath.Join(dir, "etcd")); !os.IsNotExist(err) {
 		t.Errorf("external mode created an embedded etcd dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pki", pki.EtcdCACertFile)); !os.IsNotExist(err) {
+		t.Errorf("external mode created an etcd CA: %v", err)
 	}
 }
