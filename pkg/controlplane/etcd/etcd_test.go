@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
@@ -219,7 +220,7 @@ func writePlainDataDir(t *testing.T, dir string, client, peer int) {
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	ec.LogLevel = "error"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	srv, err := embed.StartEtcd(ec)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,16 @@
 //	apiserver-kubelet-client.crt/.key the API server's client certificate towards kubelets
 //	kubelet-serving-ca.crt/.key       kubelet-serving CA, self-signed (10 years)
 //
+// and, for the embedded etcd only (EnsureEtcd):
+//
+//	etcd/ca.crt, etcd/ca.key            etcd CA, self-signed (10 years)
+//	etcd/server.crt, etcd/peer.crt      etcd's client and peer ports (CN and SAN the host name, localhost, 127.0.0.1, ::1)
+//	etcd/healthcheck-client.crt         CN=kube-etcd-healthcheck-client, for probes and etcdctl
+//	apiserver-etcd-client.crt           CN=kube-apiserver-etcd-client, the API server's client of etcd
+//
+// etcd trusts only the etcd CA, so no certificate of the cluster CA
+// (admin, nodes, approved CSRs) opens etcd.
+//
 // The cluster CA is what everyone trusts for the API server (kubeconfigs,
 // kube-root-ca.crt) and for client certificates. The kubelet-serving CA
 // signs only kubelets' serving certificates (kubernetes.io/kubelet-serving
