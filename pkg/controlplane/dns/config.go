@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -41,6 +43,20 @@ type Config struct {
 	// TTL of the answers and of negative caching (default 5, at most 3600).
 	TTL uint32
 
+	// RecursionCIDRs are the client networks (the pod and service CIDRs)
+	// whose names outside the cluster zone are forwarded; loopback and
+	// node addresses are too, everyone else gets REFUSED for them. The
+	// cluster zone is answered to anyone who reaches the server.
+	RecursionCIDRs []netip.Prefix
+	// Nodes knows the node addresses; nil: none are allowed to recurse.
+	Nodes Nodes
+	// RateLimit is the UDP responses a second each client gets before its
+	// answers come back truncated (TC, so that it retries over TCP): no
+	// reflection beyond that; 0 takes DefaultRateLimit, negative disables.
+	RateLimit int
+	// Now is the clock of the rate limit (default time.Now).
+	Now func() time.Time
+
 	Services  Services
 	Endpoints Endpoints
 	Logger    *slog.Logger
@@ -55,6 +71,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = DefaultRateLimit
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -7,11 +7,28 @@ import (
 	"github.com/miekg/dns"
 )
 
+// maxUDPSize caps the EDNS0 buffer a client may ask for: DNS Flag Day
+// 2020's 1232 bytes, the default of CoreDNS's bufsize plugin, which keeps
+// answers from fragmenting and bounds what a spoofed query reflects.
+// Larger answers are truncated (TC) and fetched over TCP.
+const maxUDPSize = 1232
+
 // ServeDNS implements dns.Handler.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	ctx, cancel := context.WithTimeout(s.ctx, queryTimeout)
 	defer cancel()
-	resp := s.respond(ctx, req)
+	src := clientIP(w.RemoteAddr())
+	_, udp := w.RemoteAddr().(*net.UDPAddr)
+	var resp *dns.Msg
+	if udp && !s.rate.allow(src) {
+		// Over its rate, a client gets an empty truncated answer no larger
+		// than its query: a real one retries over TCP, a spoofed one
+		// reflects nothing.
+		resp = new(dns.Msg).SetReply(req)
+		resp.Truncated = true
+	} else {
+		resp = s.respond(ctx, req, s.acl.mayRecurse(src))
+	}
 	fit(w, req, resp)
 	if err := w.WriteMsg(resp); err != nil {
 		s.log.Debug("cluster DNS: write answer", "client", w.RemoteAddr(), "err", err)
@@ -19,8 +36,9 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // respond routes a query: the cluster zone is answered from the caches,
-// reverse names of cluster IPs too, and everything else is forwarded.
-func (s *Server) respond(ctx context.Context, req *dns.Msg) *dns.Msg {
+// reverse names of cluster IPs too, and everything else is forwarded when
+// the client may recurse (REFUSED otherwise, as CoreDNS's acl block).
+func (s *Server) respond(ctx context.Context, req *dns.Msg, recurse bool) *dns.Msg {
 	if req.Opcode != dns.OpcodeQuery {
 		return new(dns.Msg).SetRcode(req, dns.RcodeNotImplemented)
 	}
@@ -29,22 +47,27 @@ func (s *Server) respond(ctx context.Context, req *dns.Msg) *dns.Msg {
 	}
 	q := req.Question[0]
 	if q.Qclass == dns.ClassINET && s.zone.contains(q.Name) {
-		return s.authoritative(ctx, req, q)
+		return s.authoritative(ctx, req, q, recurse)
 	}
 	if q.Qclass == dns.ClassINET && q.Qtype == dns.TypePTR {
 		if rrs := s.zone.ptr(q.Name); len(rrs) > 0 {
 			return reply(req, answer{rrs: rrs})
 		}
 	}
+	if !recurse {
+		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
+	}
 	return s.forward(ctx, req)
 }
 
 // authoritative answers a name in the cluster zone: NXDOMAIN and NODATA
-// carry the SOA, for negative caching.
-func (s *Server) authoritative(ctx context.Context, req *dns.Msg, q dns.Question) *dns.Msg {
+// carry the SOA, for negative caching. The target of an ExternalName is
+// resolved upstream only for clients that may recurse; others get the
+// bare CNAME.
+func (s *Server) authoritative(ctx context.Context, req *dns.Msg, q dns.Question, recurse bool) *dns.Msg {
 	a := s.zone.lookup(q.Name, q.Qtype)
 	if a.chase != "" {
-		a.rrs = append(a.rrs, s.chase(ctx, a.chase, q.Qtype, 1)...)
+		a.rrs = append(a.rrs, s.chase(ctx, a.chase, q.Qtype, 1, recurse)...)
 	}
 	m := reply(req, a)
 	if len(m.Answer) == 0 {
@@ -55,7 +78,7 @@ func (s *Server) authoritative(ctx context.Context, req *dns.Msg, q dns.Question
 
 // chase resolves the target of an ExternalName CNAME for qtype, in the
 // zone or upstream, as CoreDNS does; a failure leaves the bare CNAME.
-func (s *Server) chase(ctx context.Context, target string, qtype uint16, depth int) []dns.RR {
+func (s *Server) chase(ctx context.Context, target string, qtype uint16, depth int, recurse bool) []dns.RR {
 	if depth > maxChase {
 		return nil
 	}
@@ -64,7 +87,10 @@ func (s *Server) chase(ctx context.Context, target string, qtype uint16, depth i
 		if a.chase == "" {
 			return a.rrs
 		}
-		return append(a.rrs, s.chase(ctx, a.chase, qtype, depth+1)...)
+		return append(a.rrs, s.chase(ctx, a.chase, qtype, depth+1, recurse)...)
+	}
+	if !recurse {
+		return nil
 	}
 	resp, err := s.fwd.forward(ctx, new(dns.Msg).SetQuestion(target, qtype))
 	if err != nil {
@@ -94,14 +120,17 @@ func reply(req *dns.Msg, a answer) *dns.Msg {
 	return m
 }
 
-// fit sizes resp for the client: over UDP to its EDNS0 buffer, else 512
-// bytes, setting TC when records had to go. An EDNS0 query gets an OPT.
+// fit sizes resp for the client: over UDP to its EDNS0 buffer (at most
+// maxUDPSize), else 512 bytes, setting TC when records had to go. An
+// EDNS0 query gets an OPT advertising maxUDPSize.
 func fit(w dns.ResponseWriter, req, resp *dns.Msg) {
 	size := dns.MinMsgSize
 	if opt := req.IsEdns0(); opt != nil {
-		size = max(size, int(opt.UDPSize()))
-		if resp.IsEdns0() == nil {
-			resp.SetEdns0(uint16(size), false)
+		size = min(max(size, int(opt.UDPSize())), maxUDPSize)
+		if ours := resp.IsEdns0(); ours != nil {
+			ours.SetUDPSize(maxUDPSize) // a forwarded answer carries the upstream's
+		} else {
+			resp.SetEdns0(maxUDPSize, false)
 		}
 	}
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {

@@ -23,6 +23,26 @@ import (
 func startServer(t *testing.T, cfg Config, objs ...runtime.Object) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
+	srv := newServer(t, ctx, cfg, objs...)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv.Addr()
+}
+
+// newServer is a server of the objects, through a fake clientset's
+// informers (stopped with ctx or the test), not yet listening: its
+// ServeDNS answers in-process queries.
+func newServer(t *testing.T, ctx context.Context, cfg Config, objs ...runtime.Object) *Server {
+	t.Helper()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
 	svcs, err := NewInformerServices(factory)
 	if err != nil {
@@ -33,6 +53,7 @@ func startServer(t *testing.T, cfg Config, objs ...runtime.Object) string {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
+	t.Cleanup(factory.Shutdown)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("%v cache did not sync", typ)
@@ -46,19 +67,7 @@ func startServer(t *testing.T, cfg Config, objs ...runtime.Object) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		factory.Shutdown()
-	})
-	return srv.Addr()
+	return srv
 }
 
 // query asks addr over net ("udp" or "tcp") for name and qtype.

@@ -29,6 +29,8 @@ type Server struct {
 	log  *slog.Logger
 	zone *zone
 	fwd  *forwarder
+	acl  acl
+	rate *limiter
 
 	// Set by Listen.
 	udp net.PacketConn
@@ -56,8 +58,10 @@ func New(cfg Config) (*Server, error) {
 		log: cfg.Logger,
 		zone: &zone{name: dns.Fqdn(strings.ToLower(cfg.ClusterDomain)), ttl: cfg.TTL,
 			serial: uint32(time.Now().Unix()), services: cfg.Services, endpoints: cfg.Endpoints},
-		fwd: newForwarder(ups),
-		ctx: context.Background(),
+		fwd:  newForwarder(ups),
+		acl:  acl{cidrs: cfg.RecursionCIDRs, nodes: cfg.Nodes},
+		rate: newLimiter(cfg.RateLimit, maxRateClients, cfg.Now),
+		ctx:  context.Background(),
 	}, nil
 }
 
