@@ -28,10 +28,6 @@ type Config struct {
 	// Address is the host:port served over UDP and TCP (port 0 picks a
 	// free port, the same one for both).
 	Address string
-	// Fallback, when set, is bound instead of Address when Address is in
-	// use (for example 0.0.0.0:53 while systemd-resolved holds
-	// 127.0.0.53:53, the host's own IP:53 is usually still free).
-	Fallback string
 	// ClusterDomain is the zone answered from the caches (default
 	// cluster.local).
 	ClusterDomain string
@@ -90,11 +86,6 @@ func (c *Config) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Address); err != nil {
 		errs = append(errs, fmt.Errorf("address %q: %w", c.Address, err))
-	}
-	if c.Fallback != "" {
-		if _, _, err := net.SplitHostPort(c.Fallback); err != nil {
-			errs = append(errs, fmt.Errorf("fallback address %q: %w", c.Fallback, err))
-		}
 	}
 	if err := ValidateDomain(c.ClusterDomain); err != nil {
 		errs = append(errs, err)

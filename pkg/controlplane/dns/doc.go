@@ -20,11 +20,21 @@
 // answered; other reverse names and all names outside the zone go to the
 // upstream resolvers over UDP, retried over TCP when truncated.
 //
+// It is no open resolver: names outside the zone are forwarded only for
+// loopback, Config.RecursionCIDRs (the pod and service CIDRs) and node
+// addresses (NewInformerNodes); other clients get REFUSED for them, as
+// from CoreDNS's acl plugin. UDP answers are capped at 1232 bytes whatever
+// EDNS0 buffer the client asks for (truncated beyond: TC), and a client
+// over Config.RateLimit answers a second gets empty truncated answers, so
+// that it retries over TCP.
+//
 // Use:
 //
 //	svcs, err := dns.NewInformerServices(factory)
 //	eps, err := dns.NewInformerEndpoints(factory)
-//	srv, err := dns.New(dns.Config{Address: "0.0.0.0:53", Services: svcs, Endpoints: eps})
+//	nodes, err := dns.NewInformerNodes(factory)
+//	srv, err := dns.New(dns.Config{Address: hostIP + ":53", Services: svcs, Endpoints: eps,
+//		RecursionCIDRs: []netip.Prefix{podCIDR, serviceCIDR}, Nodes: nodes})
 //	factory.Start(ctx.Done())
 //	err = srv.Listen()   // binds UDP and TCP on one port
 //	err = srv.Serve(ctx) // until ctx ends

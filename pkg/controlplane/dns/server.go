@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -65,15 +64,9 @@ func New(cfg Config) (*Server, error) {
 	}, nil
 }
 
-// Listen binds the UDP and TCP sockets: Address, or Fallback when Address
-// is in use.
+// Listen binds the UDP and TCP sockets of Address.
 func (s *Server) Listen() error {
 	udp, tcp, err := listen(s.cfg.Address)
-	if err != nil && s.cfg.Fallback != "" && errors.Is(err, syscall.EADDRINUSE) {
-		s.log.Warn("cluster DNS address in use; trying the fallback", "address", s.cfg.Address,
-			"fallback", s.cfg.Fallback, "err", err)
-		udp, tcp, err = listen(s.cfg.Fallback)
-	}
 	if err != nil {
 		return err
 	}

@@ -5,19 +5,24 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 	clusterdns "github.com/nodeagent/nodeagent/pkg/controlplane/dns"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
-// Cluster DNS defaults: every address on port 53, so that pods reach it
-// at the host's IP; the zone is kubelet's --cluster-domain default.
+// Cluster DNS defaults: port 53 of the host's IP, where pods reach it
+// (the kube-dns service's endpoint); the zone is kubelet's
+// --cluster-domain default.
 const (
 	DefaultDNSAddress    = "0.0.0.0:53"
 	DefaultClusterDomain = clusterdns.DefaultClusterDomain
+	DefaultDNSRateLimit  = clusterdns.DefaultRateLimit
 
 	// dnsSyncTimeout bounds the wait for the caches before answering, as
 	// CoreDNS starts unsynced after a few seconds rather than not at all.
@@ -59,18 +64,37 @@ func (c *Config) ClusterDNSIP() string {
 	return ip.String()
 }
 
-// dnsFallback is tried when the default address is in use: this host's IP
-// on the same port is usually free where a local stub resolver (such as
-// systemd-resolved on 127.0.0.53) holds the port on loopback.
-func (c *Config) dnsFallback() string {
+// dnsListenAddress is where the server binds: an unspecified host means
+// where pods reach it, this host's IP (the kube-dns endpoint and the
+// nameserver pods get), not every address of the host; it is every
+// address only when the host has no IP to give pods.
+func (c *Config) dnsListenAddress() string {
 	host, port, err := net.SplitHostPort(c.DNSAddress)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsUnspecified() {
-		return ""
+		return c.DNSAddress
 	}
 	if hostIP := clusterdns.HostIP(); hostIP != "" {
 		return net.JoinHostPort(hostIP, port)
 	}
-	return ""
+	return c.DNSAddress
+}
+
+// dnsRecursionCIDRs are the client networks the cluster DNS forwards
+// names outside the cluster domain for: the pods' and the services'.
+func (c *Config) dnsRecursionCIDRs() ([]netip.Prefix, error) {
+	pods := c.ClusterCIDR
+	if pods == "" {
+		pods = nodeipam.DefaultClusterCIDR
+	}
+	var out []netip.Prefix
+	for _, cidr := range []string{pods, registry.ServiceClusterIPRange} {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster DNS client network %q: %w", cidr, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // runClusterDNS serves the cluster DNS from the admin client's informers
@@ -115,13 +139,23 @@ func newClusterDNS(cfg Config, factory informers.SharedInformerFactory, log *slo
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := clusterdns.NewInformerNodes(factory)
+	if err != nil {
+		return nil, err
+	}
+	cidrs, err := cfg.dnsRecursionCIDRs()
+	if err != nil {
+		return nil, err
+	}
 	return clusterdns.New(clusterdns.Config{
-		Address:       cfg.DNSAddress,
-		Fallback:      cfg.dnsFallback(),
-		ClusterDomain: cfg.ClusterDomain,
-		Upstreams:     cfg.DNSUpstreams,
-		Services:      svcs,
-		Endpoints:     eps,
-		Logger:        log,
+		Address:        cfg.dnsListenAddress(),
+		ClusterDomain:  cfg.ClusterDomain,
+		Upstreams:      cfg.DNSUpstreams,
+		RecursionCIDRs: cidrs,
+		Nodes:          nodes,
+		RateLimit:      cfg.DNSRateLimit,
+		Services:       svcs,
+		Endpoints:      eps,
+		Logger:         log,
 	})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	clusterdns "github.com/nodeagent/nodeagent/pkg/controlplane/dns"
 )
 
 // TestClusterDNS runs the control plane with its DNS server on a free
@@ -161,5 +164,30 @@ func TestClusterDNSIP(t *testing.T) {
 	}
 	if got := (&Config{DNSAddress: DefaultDNSAddress}).ClusterDNSIP(); net.ParseIP(got) == nil && got != "" {
 		t.Errorf("ClusterDNSIP(%q) = %q, not an IP", DefaultDNSAddress, got)
+	}
+}
+
+// The default address binds where pods reach the server, not every
+// address of the host; the pods' and services' networks may recurse.
+func TestClusterDNSListenAndACL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.0.0.5:53":  "10.0.0.5:53",
+		"127.0.0.1:53": "127.0.0.1:53",
+	} {
+		if got := (&Config{DNSAddress: addr}).dnsListenAddress(); got != want {
+			t.Errorf("dnsListenAddress(%q) = %q, want %q", addr, got, want)
+		}
+	}
+	if hostIP := clusterdns.HostIP(); hostIP != "" {
+		if got, want := (&Config{DNSAddress: DefaultDNSAddress}).dnsListenAddress(), hostIP+":53"; got != want {
+			t.Errorf("dnsListenAddress(%q) = %q, want %q", DefaultDNSAddress, got, want)
+		}
+	}
+	cidrs, err := (&Config{}).dnsRecursionCIDRs()
+	if want := "[10.244.0.0/16 10.96.0.0/12]"; err != nil || fmt.Sprint(cidrs) != want {
+		t.Errorf("dnsRecursionCIDRs() = %v, %v; want %s", cidrs, err, want)
+	}
+	if cidrs, _ := (&Config{ClusterCIDR: "10.42.0.0/16"}).dnsRecursionCIDRs(); fmt.Sprint(cidrs) != "[10.42.0.0/16 10.96.0.0/12]" {
+		t.Errorf("with --cluster-cidr 10.42.0.0/16: %v", cidrs)
 	}
 }

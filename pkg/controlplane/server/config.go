@@ -70,6 +70,10 @@ type Config struct {
 	// DNSUpstreams (IP or IP:port) get the names outside the cluster
 	// domain; empty: the nameservers of /etc/resolv.conf.
 	DNSUpstreams []string
+	// DNSRateLimit is the UDP answers a second each client of the cluster
+	// DNS gets before it is sent truncated ones (and retries over TCP);
+	// 0: DefaultDNSRateLimit; negative: no limit.
+	DNSRateLimit int
 
 	// KubeletCertificateAuthority is the PEM file that verifies the
 	// kubelets' serving certificates (kube-apiserver's
@@ -109,9 +113,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
 	fs.StringVar(&c.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "CIDR range (IPv4) of the pods; each node gets a block of it as its spec.podCIDR.")
 	fs.IntVar(&c.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "Mask size of the pod CIDR each node gets out of --cluster-cidr.")
-	fs.StringVar(&c.DNSAddress, "dns-address", DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. When the default is in use, this host's IP on port 53 is tried; pods reach either at the host's IP.")
+	fs.StringVar(&c.DNSAddress, "dns-address", DefaultDNSAddress, "UDP and TCP address of the cluster DNS server; empty disables it. An unspecified IP (the default) binds this host's IP only, where pods reach it.")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", DefaultClusterDomain, "DNS domain of the cluster: services are <svc>.<ns>.svc.<domain>.")
-	fs.StringSliceVar(&c.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf).")
+	fs.StringSliceVar(&c.DNSUpstreams, "dns-upstream", nil, "Resolvers (IP or IP:port) for names outside the cluster domain, comma separated (default: the nameservers of /etc/resolv.conf). Only clients in --cluster-cidr, the service range, node addresses and loopback have those resolved; others get REFUSED.")
+	fs.IntVar(&c.DNSRateLimit, "dns-rate-limit", DefaultDNSRateLimit, "UDP answers per second each cluster DNS client gets before the rest come back truncated (so that it retries over TCP); negative disables the limit.")
 	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the kubelet-serving CA, <data-dir>/pki/kubelet-serving-ca.crt, which signs the serving certificates agents request and nothing else).")
 	fs.BoolVar(&c.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
 	c.MaxRequestsInFlight = inflight.DefaultMaxRequestsInFlight
