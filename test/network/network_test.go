@@ -252,6 +252,11 @@ spec:
 			out, stderr, err := kubectl(t, "exec", "client2", "--", "sh", "-c", "nc -w 3 kubernetes.default.svc 443 </dev/null && echo connected")
 			return strings.Contains(out, "connected"), fmt.Errorf("%v %s", err, stderr)
 		})
+		// Pods may have outside names resolved (the answer depends on the
+		// host's resolvers; REFUSED is what everyone else gets).
+		if out, stderr, _ := kubectl(t, "exec", "client2", "--", "nslookup", "example.org"); strings.Contains(out+stderr, "REFUSED") {
+			t.Errorf("a pod resolving example.org: %s %s", out, stderr)
+		}
 		out := mustKubectl(t, "exec", "client2", "--", "cat", "/etc/resolv.conf")
 		if !strings.Contains(out, "nameserver "+server.KubeDNSServiceIP) || !strings.Contains(out, "search default.svc.cluster.local svc.cluster.local cluster.local") {
 			t.Errorf("client2's resolv.conf:\n%s", out)
