@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // Metrics owns the agent's registries and metrics; its methods are the
@@ -37,6 +39,7 @@ func New(nodeName string) *Metrics {
 		pulls:    map[types.UID]pullWindow{},
 	}
 	m.kubelet.register(m.registry)
+	_ = crash.Register(m.registry) // process-wide: the control plane may have it too
 	// What legacyregistry adds to the kubelet's /metrics: the process and
 	// Go runtime collectors, with all runtime/metrics.
 	m.registry.RawMustRegister(

@@ -27,7 +27,7 @@ func (s *Server) withAuth(h http.Handler) http.Handler {
 				return
 			}
 			if allowed {
-				h.ServeHTTP(w, r)
+				s.recovering(user.Name, h).ServeHTTP(w, r)
 				return
 			}
 		}

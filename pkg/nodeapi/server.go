@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/crash"
 	"github.com/nodeagent/nodeagent/pkg/podtrace"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/server"
@@ -86,7 +87,18 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler serves the API behind authentication and authorization.
-func (s *Server) Handler() http.Handler { return s.withAuth(s.mux) }
+func (s *Server) Handler() http.Handler { return s.recovering("", s.withAuth(s.mux)) }
+
+// recovering answers a panic in h with a 500 and logs it at error with the
+// request and user, instead of letting net/http drop the connection.
+func (s *Server) recovering(user string, h http.Handler) http.Handler {
+	return crash.HTTP(crash.HTTPConfig{
+		Component: "nodeapi",
+		Logger:    s.log,
+		Body:      http.StatusText(http.StatusInternalServerError),
+		User:      func(*http.Request) string { return user },
+	}, h)
+}
 
 func (s *Server) routes() {
 	readOnly := server.Handler(s.cfg.Pods, s.cfg.Health)

@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // PodLister returns the pods the agent runs, with their status.
@@ -64,6 +66,9 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// A panic is answered with a 500 and logged at error, not left to
+	// net/http, which drops the connection and logs to its error log.
+	h = crash.HTTP(crash.HTTPConfig{Component: "readonly", Logger: log, Body: http.StatusText(http.StatusInternalServerError)}, h)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() {

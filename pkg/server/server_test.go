@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,5 +69,34 @@ func TestWritesAreRefused(t *testing.T) {
 	Handler(podList{}, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/pods", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /pods: %d, want 405", rec.Code)
+	}
+}
+
+func TestServeAnswersAPanicWith500AndKeepsServing(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := HealthzHandler(func() error { panic("health check bug") })
+	addr, done, err := Serve(ctx, "127.0.0.1:0", h, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		resp, err := http.Get("http://" + addr.String() + "/healthz")
+		if err != nil {
+			t.Fatalf("GET /healthz: %v", err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Errorf("GET /healthz: %d, want 500", resp.StatusCode)
+		}
+	}
+	if !strings.Contains(buf.String(), "level=ERROR") || !strings.Contains(buf.String(), "health check bug") {
+		t.Errorf("panic not logged at error:\n%s", buf.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // Version is what /version reports as the Kubernetes version served.
@@ -61,6 +62,11 @@ type Config struct {
 	// Registry describes the served resources; nil makes one on the real
 	// clock (registry.New).
 	Registry *registry.Registry
+
+	// ServeHook, for tests only, runs before each authorized resource
+	// request is served: a fault a test injects (a panic) hits the
+	// request where a handler's bug would.
+	ServeHook func(*http.Request)
 }
 
 // Keys of the resources the server itself uses.
@@ -166,6 +172,7 @@ func (s *Server) setUpMetrics() *storage.Metrics {
 	}
 	s.requests = apimetrics.NewRequests()
 	s.requests.Register(s.cfg.Metrics)
+	_ = crash.Register(s.cfg.Metrics) // process-wide: may be registered already
 	etcd := storage.NewMetrics()
 	etcd.Register(s.cfg.Metrics)
 	s.metricsHandler = apimetrics.NewEndpoint(s.cfg.Metrics, s.authorizeMetrics)
@@ -220,7 +227,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Handler serves the API.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+func (s *Server) Handler() http.Handler { return s.recovering(http.HandlerFunc(s.serveHTTP)) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.metricsHandler.Serve(w, r) {
@@ -236,7 +243,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
 	}
-	s.requests.Instrument(w, r, res.Namespaced, ri, func(w http.ResponseWriter) { s.serveResource(w, r, res, ri) })
+	labels := apimetrics.ResourceLabels(r, res.Namespaced, ri)
+	s.requests.Instrument(w, r, res.Namespaced, ri, func(w http.ResponseWriter) {
+		s.serveRecovered(w, r, labels, func(w http.ResponseWriter, r *http.Request) { s.serveResource(w, r, res, ri) })
+	})
 }
 
 // serveResource authorizes and serves a request for a known resource.
@@ -252,6 +262,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		return
 	}
 	r = r.WithContext(request.WithWarnings(r.Context(), w.Header()))
+	if s.cfg.ServeHook != nil {
+		s.cfg.ServeHook(r)
+	}
 	if isResourceMetrics(res) {
 		s.serveResourceMetrics(w, r, res, ri)
 		return

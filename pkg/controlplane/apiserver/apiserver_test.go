@@ -71,7 +71,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer e.Close()
-	s, err := New(Config{Etcd: e.Client(), Logger: quiet})
+	s, err := New(Config{Etcd: e.Client(), Logger: quiet, ServeHook: panicOnHeader})
 	if err != nil {
 		fmt.Println(err)
 		return 1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -92,6 +93,9 @@ type Config struct {
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 
 	Logger *slog.Logger
+	// APIServeHook, for tests only, runs before the API server serves
+	// each authorized resource request (apiserver.Config.ServeHook).
+	APIServeHook func(*http.Request)
 	// Ready, when set, is closed once the server accepts requests and is
 	// ready (use a new channel for every Run).
 	Ready chan<- struct{}

@@ -30,6 +30,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/scheduler"
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // watchGrace is how long a graceful shutdown waits for requests before it
@@ -119,6 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Kubelet:            kubeletproxy.ClientConfig{CertPEM: p.KubeletClientCertPEM, KeyPEM: p.KubeletClientKeyPEM, RootCAs: kubeletCAs},
 		Metrics:            metricsRegistry,
 		MetricResolution:   cfg.MetricResolution,
+		ServeHook:          cfg.APIServeHook,
 	})
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
@@ -193,7 +195,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancelRequests()
 	// The timeouts and header bound are kube-apiserver's (secure_serving.go).
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           crash.HTTP(crash.HTTPConfig{Component: "apiserver", Logger: log}, mux),
 		ReadHeaderTimeout: 32 * time.Second, // just shy of upstream's 34s request timeout bound
 		IdleTimeout:       90 * time.Second, // http.DefaultTransport's keep-alive
 		MaxHeaderBytes:    1 << 20,

@@ -18,6 +18,7 @@ var requestDurationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0
 type Requests struct {
 	total    *metrics.CounterVec
 	duration *metrics.HistogramVec
+	aborts   *metrics.CounterVec
 }
 
 // NewRequests makes the request metrics; Register adds them to a registry.
@@ -36,12 +37,24 @@ func NewRequests() *Requests {
 			Buckets:        requestDurationBuckets,
 			StabilityLevel: metrics.STABLE,
 		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
+		aborts: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      "apiserver",
+			Name:           "request_aborts_total",
+			Help:           "Number of requests which apiserver aborted possibly due to a timeout, for each group, version, verb, resource, subresource and scope",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope"}),
 	}
 }
 
 // Register registers the metrics in r.
 func (m *Requests) Register(r metrics.KubeRegistry) {
-	r.MustRegister(m.total, m.duration)
+	r.MustRegister(m.total, m.duration, m.aborts)
+}
+
+// Abort records a request its handler aborted with http.ErrAbortHandler,
+// as upstream's RecordRequestAbort.
+func (m *Requests) Abort(l Labels) {
+	m.aborts.WithLabelValues(l.Verb, l.Group, l.Version, l.Resource, l.Subresource, l.Scope).Inc()
 }
 
 // Labels are the labels of one request but its code.
