@@ -13,17 +13,19 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 )
 
+type sarCase struct {
+	name  string
+	spec  authzv1.SubjectAccessReviewSpec
+	attrs *authzv1.ResourceAttributes
+	want  bool
+}
+
 func TestSubjectAccessReview(t *testing.T) {
 	kubeletClient := authzv1.SubjectAccessReviewSpec{User: "kube-apiserver-kubelet-client", Groups: []string{"system:masters", "system:authenticated"}}
 	node := authzv1.SubjectAccessReviewSpec{User: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
 	bob := authzv1.SubjectAccessReviewSpec{User: "bob", Groups: []string{"system:authenticated"}}
 	nodeProxy := &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "node-a"}
-	tests := []struct {
-		name  string
-		spec  authzv1.SubjectAccessReviewSpec
-		attrs *authzv1.ResourceAttributes
-		want  bool
-	}{
+	tests := []sarCase{
 		{"the API server's kubelet client gets nodes/proxy", kubeletClient, nodeProxy, true},
 		{"the API server's kubelet client gets nodes/log", kubeletClient, &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "log", Name: "node-a"}, true},
 		{"a node gets its own nodes/proxy", node, nodeProxy, false},
@@ -34,6 +36,17 @@ func TestSubjectAccessReview(t *testing.T) {
 		{"a node execs into a pod", node, &authzv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "default", Name: "p"}, false},
 		{"bob gets nodes/proxy", bob, nodeProxy, false},
 		{"any version", kubeletClient, &authzv1.ResourceAttributes{Verb: "get", Version: "*", Resource: "nodes"}, true},
+		// Issue 16, finding 8: what a node may do with Node objects.
+		{"a node registers", node, &authzv1.ResourceAttributes{Verb: "create", Resource: "nodes"}, true},
+		{"a node updates its node", node, &authzv1.ResourceAttributes{Verb: "update", Resource: "nodes", Name: "node-a"}, true},
+		{"a node patches its node status", node, &authzv1.ResourceAttributes{Verb: "patch", Resource: "nodes", Subresource: "status", Name: "node-a"}, true},
+		{"a node updates its node status", node, &authzv1.ResourceAttributes{Verb: "update", Resource: "nodes", Subresource: "status", Name: "node-a"}, true},
+		{"a node deletes its node", node, &authzv1.ResourceAttributes{Verb: "delete", Resource: "nodes", Name: "node-a"}, false},
+	}
+	for _, sub := range []string{"proxy", "pods", "stats", "metrics", "configz", "log", "checkpoint"} {
+		tests = append(tests,
+			sarCase{"a node gets another node's nodes/" + sub, node, &authzv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: sub, Name: "node-b"}, false},
+			sarCase{"a node creates another node's nodes/" + sub, node, &authzv1.ResourceAttributes{Verb: "create", Resource: "nodes", Subresource: sub, Name: "node-b"}, false})
 	}
 	for _, tc := range tests {
 		spec := tc.spec
@@ -63,6 +76,8 @@ func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
 		want                     int
 	}{
 		{"a node proxies to its kubelet", http.MethodGet, "/api/v1/nodes/node-a/proxy/healthz", "", node, http.StatusForbidden},
+		{"a node proxies to another kubelet's stats", http.MethodGet, "/api/v1/nodes/node-b/proxy/stats/summary", "", node, http.StatusForbidden},
+		{"a node proxies to another kubelet's pods", http.MethodGet, "/api/v1/nodes/node-b/proxy/pods", "", node, http.StatusForbidden},
 		{"a node reads a pod log", http.MethodGet, "/api/v1/namespaces/default/pods/p/log", "", node, http.StatusForbidden},
 		{"a node execs", http.MethodPost, "/api/v1/namespaces/default/pods/p/exec?command=true", "", node, http.StatusForbidden},
 		{"a node port-forwards", http.MethodGet, "/api/v1/namespaces/default/pods/p/portforward", "", node, http.StatusForbidden},

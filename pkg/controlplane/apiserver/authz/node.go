@@ -55,8 +55,7 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 	res := a.Resource
 	switch res.GVK.Group + "/" + res.Plural {
 	case "/nodes":
-		// Not nodes/proxy (the kubelet API of any node), as upstream.
-		return a.Subresource != "proxy" && (readVerbs[a.Verb] || writeVerbs[a.Verb] || a.Name == node)
+		return nodeMayAccessNode(a)
 	case "coordination.k8s.io/leases":
 		return writeVerbs[a.Verb] || a.Verb == "delete" || (a.Namespace == v1.NamespaceNodeLease && a.Name == node)
 	case "/events", "events.k8s.io/events":
@@ -90,6 +89,24 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 		// Serving (and client) certificates for itself; what it may ask
 		// for is the approver's and signer's business, as upstream.
 		return a.Subresource == "" && (a.Verb == "create" || readVerbs[a.Verb])
+	}
+	return false
+}
+
+// nodeMayAccessNode is upstream's authorizeNode: nodes are created,
+// updated and patched (NodeRestriction narrows that to the node's own),
+// their status updated and patched, and nothing else: no delete and none
+// of the kubelet API subresources (proxy, stats, metrics, log, configz,
+// checkpoint, pods), not even the node's own. Reads of every Node stand
+// for system:node-proxier, which the agent's service proxy and kubenet,
+// running with the node's credential, need (upstream's node authorizer
+// alone gives a node reads of its own Node object).
+func nodeMayAccessNode(a Attributes) bool {
+	switch a.Subresource {
+	case "":
+		return readVerbs[a.Verb] || writeVerbs[a.Verb]
+	case "status":
+		return a.Verb == "update" || a.Verb == "patch"
 	}
 	return false
 }
