@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // kubenetResync re-applies the configuration and routes even without a
@@ -88,11 +90,11 @@ func NewKubenet(cfg KubenetConfig) (*Kubenet, error) {
 	inf := f.Core().V1().Nodes()
 	k := &Kubenet{cfg: cfg, policy: policy, nodes: inf.Lister(), factory: f, informerSynced: inf.Informer().HasSynced,
 		kick: make(chan struct{}, 1)}
-	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = inf.Informer().AddEventHandler(crash.EventHandler(cfg.Logger, "agent", cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { k.trigger() },
 		UpdateFunc: func(old, cur any) { k.nodeUpdated(old, cur) },
 		DeleteFunc: func(any) { k.trigger() },
-	})
+	}))
 	return k, nil
 }
 

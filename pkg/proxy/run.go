@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 var errNoInformers = errors.New("service proxy: Run needs Config.Informers")
@@ -26,14 +28,14 @@ func (p *Proxier) watch(f informers.SharedInformerFactory) {
 		UpdateFunc: func(any, any) { p.notify() },
 		DeleteFunc: func(any) { p.notify() },
 	}
-	_, _ = svcInf.Informer().AddEventHandler(h)
+	_, _ = svcInf.Informer().AddEventHandler(crash.EventHandler(p.log, "proxy", h))
 	// The informer's store holds an object before its handlers run, so a
 	// trigger recorded here is applied by the next sync's listing.
-	_, _ = sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = sliceInf.Informer().AddEventHandler(crash.EventHandler(p.log, "proxy", cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.recordTrigger(nil, obj); p.notify() },
 		UpdateFunc: func(old, obj any) { p.recordTrigger(old, obj); p.notify() },
 		DeleteFunc: func(any) { p.notify() },
-	})
+	}))
 }
 
 // maxTriggers bounds the change times kept between two syncs; more are

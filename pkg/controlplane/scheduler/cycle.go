@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // maxEventMessage is upstream's truncation of FailedScheduling messages.
@@ -36,7 +40,7 @@ func (s *Scheduler) processNext(ctx context.Context) bool {
 	}
 	log := s.log.With("pod", k)
 	start := time.Now()
-	switch err := s.scheduleOne(ctx, pod, start); {
+	switch err := s.scheduleGuarded(ctx, log, pod, start); {
 	case err == nil:
 		s.queue.Forget(k) // the binding records the attempt
 	case ctx.Err() != nil:
@@ -50,6 +54,21 @@ func (s *Scheduler) processNext(ctx context.Context) bool {
 		s.queue.AddRateLimited(k)
 	}
 	return true
+}
+
+// panicComponent labels the scheduler's recovered panics.
+const panicComponent = "scheduler"
+
+var errSchedulePanicked = errors.New("scheduling panicked")
+
+// scheduleGuarded is scheduleOne with a panic logged at error, counted and
+// retried with backoff, instead of taking down the process (etcd, the API
+// server and the agent share it).
+func (s *Scheduler) scheduleGuarded(ctx context.Context, log *slog.Logger, pod *v1.Pod, start time.Time) (err error) {
+	if crash.Do(log, panicComponent, pod.Namespace+"/"+pod.Name, func() { err = s.scheduleOne(ctx, pod, start) }) {
+		return errSchedulePanicked
+	}
+	return err
 }
 
 // unschedulableError is a FitError: no node passes the filters.

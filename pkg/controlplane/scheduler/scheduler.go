@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // Defaults, as upstream's (podInitialBackoff, podMaxBackoff).
@@ -154,15 +156,15 @@ func (s *Scheduler) run(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: ""})
 	defer s.queue.ShutDown()
 
-	if _, err := s.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := s.podInf.AddEventHandler(crash.EventHandler(s.log, panicComponent, cache.ResourceEventHandlerFuncs{
 		AddFunc: s.onPodAdd, UpdateFunc: s.onPodUpdate, DeleteFunc: s.onPodDelete,
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
-	if _, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(crash.EventHandler(s.log, panicComponent, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.moveAll("node added") },
 		UpdateFunc: s.onNodeUpdate,
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
 	if err := s.watchVolumes(); err != nil {

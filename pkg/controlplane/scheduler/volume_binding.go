@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // bindVolumesTimeout bounds the wait for the binder to bind the claims the
@@ -37,10 +39,10 @@ func (s *Scheduler) watchVolumes() error {
 		"volume":        s.factory.Core().V1().PersistentVolumes().Informer(),
 		"storage class": s.factory.Storage().V1().StorageClasses().Informer(),
 	} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := inf.AddEventHandler(crash.EventHandler(s.log, panicComponent, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { s.moveAll(what + " added") },
 			UpdateFunc: func(any, any) { s.moveAll(what + " updated") },
-		}); err != nil {
+		})); err != nil {
 			return err
 		}
 	}

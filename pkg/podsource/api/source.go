@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodeagent/nodeagent/pkg/crash"
 	"github.com/nodeagent/nodeagent/pkg/podsource"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
@@ -62,11 +63,11 @@ func New(cfg Config) (*Source, error) {
 		default:
 		}
 	}
-	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := s.informer.AddEventHandler(crash.EventHandler(s.log, "agent", cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
-	}); err != nil {
+	})); err != nil {
 		return nil, fmt.Errorf("apiclient: pod informer: %w", err)
 	}
 	return s, nil

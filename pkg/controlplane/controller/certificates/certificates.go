@@ -88,14 +88,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 			c.queue.Add(csr.Name)
 		}
 	}
-	_, _ = csrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = csrInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, cur any) { enqueue(cur) },
 		DeleteFunc: enqueue, // to forget it
-	})
+	}))
 	// A serving request may wait for its node's addresses, or for another
 	// node to let go of one.
-	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = nodeInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc: c.nodeChanged,
 		UpdateFunc: func(old, cur any) {
 			// Heartbeats (status conditions, leases) change nothing here.
@@ -104,7 +104,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 			}
 		},
 		DeleteFunc: c.nodeChanged,
-	})
+	}))
 	return c, nil
 }
 

@@ -61,12 +61,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		now:       time.Now,
 	}
 	c.recorder = c.events.Recorder(EventComponent)
-	_, _ = dInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	_, _ = dInf.Informer().AddEventHandlerWithResyncPeriod(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: func(obj any) { c.enqueue(ctrlutil.Unwrap(obj)) },
-	}, ctrlutil.Resync)
-	_, _ = rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}), ctrlutil.Resync)
+	_, _ = rsInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc: c.rsChanged,
 		UpdateFunc: func(old, cur any) {
 			if o := metav1.GetControllerOf(old.(*appsv1.ReplicaSet)); o != nil {
@@ -75,9 +75,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 			c.rsChanged(cur)
 		},
 		DeleteFunc: func(obj any) { c.rsChanged(ctrlutil.Unwrap(obj)) },
-	})
+	}))
 	// Recreate waits for old pods to be gone.
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = podInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			pod, ok := ctrlutil.Unwrap(obj).(*v1.Pod)
 			if !ok {
@@ -89,7 +89,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 				}
 			}
 		},
-	})
+	}))
 	return c
 }
 

@@ -55,15 +55,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		log:       log,
 	}
 	c.recorder = c.events.Recorder(EventComponent)
-	_, _ = svcInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	_, _ = svcInf.Informer().AddEventHandlerWithResyncPeriod(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
-	}, ctrlutil.Resync)
-	_, _ = podInf.Informer().AddEventHandler(endpointutil.PodHandler(c.services, c.queue, c.log))
+	}), ctrlutil.Resync)
+	_, _ = podInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, endpointutil.PodHandler(c.services, c.queue, c.log)))
 	// A deleted Endpoints object is written again (or stays gone when its
 	// service went).
-	_, _ = epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue})
+	_, _ = epInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}))
 	return c
 }
 

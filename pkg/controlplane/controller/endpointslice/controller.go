@@ -71,17 +71,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 		maxPerSlice: MaxEndpointsPerSlice,
 	}
 	c.recorder = c.events.Recorder(EventComponent)
-	_, _ = svcInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	_, _ = svcInf.Informer().AddEventHandlerWithResyncPeriod(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
-	}, ctrlutil.Resync)
-	_, _ = podInf.Informer().AddEventHandler(endpointutil.PodHandler(c.services, c.queue, c.log))
-	_, _ = sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}), ctrlutil.Resync)
+	_, _ = podInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, endpointutil.PodHandler(c.services, c.queue, c.log)))
+	_, _ = sliceInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.sliceAdded,
 		UpdateFunc: c.sliceUpdated,
 		DeleteFunc: c.sliceDeleted,
-	})
+	}))
 	return c
 }
 

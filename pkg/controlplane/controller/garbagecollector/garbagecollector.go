@@ -55,7 +55,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 				c.queue.Add(item{i, ctrlutil.Key(m)})
 			}
 		}
-		_, _ = k.informer.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		_, _ = k.informer.AddEventHandlerWithResyncPeriod(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 			AddFunc:    add,
 			UpdateFunc: func(_, cur any) { add(cur) },
 			DeleteFunc: func(obj any) {
@@ -64,7 +64,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 					c.enqueueOwners(m) // a foreground owner may be waiting for it
 				}
 			},
-		}, ctrlutil.Resync)
+		}), ctrlutil.Resync)
 		c.synced = append(c.synced, k.informer.HasSynced)
 	}
 	return c

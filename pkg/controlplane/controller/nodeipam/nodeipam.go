@@ -107,7 +107,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		log:        log,
 	}
 	c.recorder = c.events.Recorder(EventComponent)
-	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = nodeInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.queue.Add(obj.(*v1.Node).Name) },
 		UpdateFunc: func(old, cur any) {
 			// Status heartbeats change nothing here: only nodes that wait
@@ -119,7 +119,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 			}
 		},
 		DeleteFunc: c.nodeDeleted,
-	})
+	}))
 	return c, nil
 }
 

@@ -104,7 +104,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	}
 	c.recorder = c.events.Recorder(EventComponent)
 	c.evictions = c.events.Recorder(EvictionEventComponent)
-	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = nodeInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.queue.Add(obj.(*v1.Node).Name) },
 		UpdateFunc: func(_, cur any) { c.queue.Add(cur.(*v1.Node).Name) },
 		DeleteFunc: func(obj any) {
@@ -112,23 +112,23 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 				c.queue.Add(n.Name)
 			}
 		},
-	})
-	_, _ = leaseInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}))
+	_, _ = leaseInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) {
 			if l := cur.(*coordinationv1.Lease); l.Namespace == LeaseNamespace {
 				c.queue.Add(l.Name)
 			}
 		},
-	})
+	}))
 	podChanged := func(obj any) {
 		if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
 			c.queue.Add(p.Spec.NodeName)
 		}
 	}
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = podInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    podChanged,
 		UpdateFunc: func(_, cur any) { podChanged(cur) },
-	})
+	}))
 	return c
 }
 

@@ -68,16 +68,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		log:     log,
 	}
 	c.recorder = c.events.Recorder(EventComponent)
-	_, _ = pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = pvInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
 		UpdateFunc: func(_, cur any) { c.volumeChanged(cur) },
 		DeleteFunc: c.volumeDeleted,
-	})
-	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}))
+	_, _ = pvcInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueClaim,
 		UpdateFunc: func(_, cur any) { c.enqueueClaim(cur) },
 		DeleteFunc: c.claimDeleted,
-	})
+	}))
 	return c
 }
 

@@ -63,7 +63,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	}
 	c.recorder = c.events.Recorder(EventComponent)
 	c.exp = newExpectations(func() time.Time { return c.now() })
-	_, _ = rsInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	_, _ = rsInf.Informer().AddEventHandlerWithResyncPeriod(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: func(obj any) {
@@ -72,12 +72,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 				c.queue.Add(ctrlutil.Key(rs))
 			}
 		},
-	}, ctrlutil.Resync)
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}), ctrlutil.Resync)
+	_, _ = podInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: c.deletePod,
-	})
+	}))
 	return c
 }
 

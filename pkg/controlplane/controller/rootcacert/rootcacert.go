@@ -53,14 +53,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		queue:      ctrlutil.NewQueue[string]("root_ca_cert_publisher"),
 		log:        log,
 	}
-	_, _ = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = cmInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) { p.configMapChanged(cur) },
 		DeleteFunc: p.configMapChanged,
-	})
-	_, _ = nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}))
+	_, _ = nsInf.Informer().AddEventHandler(ctrlutil.EventHandler(log, cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.namespaceChanged,
 		UpdateFunc: func(_, cur any) { p.namespaceChanged(cur) },
-	})
+	}))
 	return p
 }
 

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
 // maxRetries is how often a key is retried with backoff before it waits
@@ -60,7 +62,7 @@ func processNext[T comparable](ctx context.Context, log *slog.Logger, q workqueu
 		return false
 	}
 	defer q.Done(key)
-	err := syncFn(ctx, key)
+	err := syncGuarded(ctx, log, key, syncFn)
 	switch {
 	case err == nil:
 		q.Forget(key)
@@ -72,6 +74,27 @@ func processNext[T comparable](ctx context.Context, log *slog.Logger, q workqueu
 		q.Forget(key)
 	}
 	return true
+}
+
+// syncGuarded runs syncFn; a panic in it is logged at error with the key,
+// counted, and retried as a failed sync, so that one bad object does not
+// stop the other controllers, the API server and etcd sharing the process.
+func syncGuarded[T comparable](ctx context.Context, log *slog.Logger, key T, syncFn func(context.Context, T) error) (err error) {
+	if crash.Do(log, panicComponent, fmt.Sprint(key), func() { err = syncFn(ctx, key) }) {
+		return errSyncPanicked
+	}
+	return err
+}
+
+// panicComponent labels the controllers' recovered panics.
+const panicComponent = "controller"
+
+var errSyncPanicked = errors.New("sync panicked")
+
+// EventHandler guards an informer's callbacks: a panic skips that
+// notification and is logged at error with the object.
+func EventHandler(log *slog.Logger, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return crash.EventHandler(log, panicComponent, h)
 }
 
 // Unwrap returns the object of a delete event, looking inside tombstones.
