@@ -1,8 +1,10 @@
 package crash
 
 import (
+	"bufio"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 
@@ -60,6 +62,10 @@ func HTTP(cfg HTTPConfig, h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tw := &trackingWriter{ResponseWriter: w}
+		var out http.ResponseWriter = tw
+		if _, ok := w.(http.Hijacker); ok {
+			out = hijackingWriter{tw}
+		}
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -85,7 +91,7 @@ func HTTP(cfg HTTPConfig, h http.Handler) http.Handler {
 			// the client it is incomplete.
 			panic(http.ErrAbortHandler)
 		}()
-		h.ServeHTTP(tw, r)
+		h.ServeHTTP(out, r)
 	})
 }
 
@@ -112,6 +118,16 @@ func (w *trackingWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// hijackingWriter is a trackingWriter over a connection that can be
+// taken over (exec, attach, port-forward and proxied upgrades, which find
+// it by type assertion); once taken over, no 500 can be written.
+type hijackingWriter struct{ *trackingWriter }
+
+func (w hijackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.wrote = true
+	return w.ResponseWriter.(http.Hijacker).Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the connection (hijacking

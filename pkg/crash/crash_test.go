@@ -102,12 +102,22 @@ func TestHTTPServerKeepsServing(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	// Upgrades (exec, port-forward) find the connection by type assertion.
+	mux.HandleFunc("/hijack", func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_, _ = buf.WriteString("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+		_ = buf.Flush()
+		_ = conn.Close()
+	})
 	srv := httptest.NewServer(HTTP(HTTPConfig{Component: "t-serve", Logger: logger(&bytes.Buffer{})}, mux))
 	defer srv.Close()
 	for _, c := range []struct {
 		path string
 		code int
-	}{{"/panic", 500}, {"/ok", 200}, {"/panic", 500}, {"/ok", 200}} {
+	}{{"/panic", 500}, {"/ok", 200}, {"/hijack", 204}, {"/panic", 500}, {"/ok", 200}} {
 		resp, err := http.Get(srv.URL + c.path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", c.path, err)
