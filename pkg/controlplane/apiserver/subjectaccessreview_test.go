@@ -70,6 +70,9 @@ func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
 	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes", "system:authenticated"}}
 	stranger := request.User{Name: "bob", Groups: []string{"system:authenticated"}}
 	sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"bob","resourceAttributes":{"verb":"get","resource":"pods"}}}`
+	serviceAccount := request.User{Name: "system:serviceaccount:default:default", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"}}
+	const tokenReviews = "/apis/authentication.k8s.io/v1/tokenreviews"
+	const tokenReview = `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"x"}}`
 	tests := []struct {
 		name, method, path, body string
 		user                     request.User
@@ -85,6 +88,14 @@ func TestWhoMayUseTheKubeletsAndReviews(t *testing.T) {
 		{"a stranger reviews access", http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar, stranger, http.StatusForbidden},
 		{"a stranger reviews its own access", http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
 			`{"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`, stranger, http.StatusCreated},
+		// TokenReview: the callers upstream's bootstrap policy allows.
+		{"a stranger reviews a token", http.MethodPost, tokenReviews, tokenReview, stranger, http.StatusForbidden},
+		{"a service account reviews a token", http.MethodPost, tokenReviews, tokenReview, serviceAccount, http.StatusForbidden},
+		{"a service account reviews access", http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar, serviceAccount, http.StatusForbidden},
+		{"a node reviews a token", http.MethodPost, tokenReviews, tokenReview, node, http.StatusCreated},
+		{"the controller manager reviews a token", http.MethodPost, tokenReviews, tokenReview, request.User{Name: "system:kube-controller-manager", Groups: []string{"system:authenticated"}}, http.StatusCreated},
+		{"the scheduler reviews access", http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar, request.User{Name: "system:kube-scheduler", Groups: []string{"system:authenticated"}}, http.StatusCreated},
+		{"a master reviews a token", http.MethodPost, tokenReviews, tokenReview, request.User{Name: "admin", Groups: []string{"system:masters"}}, http.StatusCreated},
 	}
 	for _, tc := range tests {
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -74,8 +75,18 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Errorf("garbage token = %d, want 401", code)
 	}
 
-	// TokenReview agrees (asked by the admin and by the service account itself).
-	for name, cs := range map[string]*kubernetes.Clientset{"admin": admin, "service account": saClient} {
+	// A service account may not review tokens (upstream: only with a
+	// binding to system:auth-delegator, which nodeagent cannot make yet).
+	_, err = saClient.AuthenticationV1().TokenReviews().Create(ctx,
+		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	const refused = `tokenreviews.authentication.k8s.io is forbidden: User "` + user +
+		`" cannot create resource "tokenreviews" in API group "authentication.k8s.io"`
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), refused) {
+		t.Errorf("TokenReview by the service account: %v, want 403 %q", err, refused)
+	}
+
+	// TokenReview agrees (asked by the admin).
+	for name, cs := range map[string]*kubernetes.Clientset{"admin": admin} {
 		rev, err := cs.AuthenticationV1().TokenReviews().Create(ctx,
 			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		if err != nil {

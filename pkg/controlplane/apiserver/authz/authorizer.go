@@ -108,6 +108,7 @@ func New(d Data) Chain {
 	return Chain{
 		{"system:masters", AuthorizerFunc(authorizeMasters)},
 		{"system:basic-user", AuthorizerFunc(authorizeOpenReviews)},
+		{"system:auth-delegator", AuthorizerFunc(authorizeDelegators)},
 		{"system:monitoring", AuthorizerFunc(authorizeMonitoring)},
 		{"Node", &NodeAuthorizer{Pods: d.Pods, Claims: d.Claims}},
 	}

@@ -18,7 +18,7 @@ import (
 // TestChainOrder: the links in the documented order (doc.go); RBAC is
 // to go after Node.
 func TestChainOrder(t *testing.T) {
-	want := []string{"system:masters", "system:basic-user", "system:monitoring", "Node"}
+	want := []string{"system:masters", "system:basic-user", "system:auth-delegator", "system:monitoring", "Node"}
 	if got := New(Data{}).Names(); !slices.Equal(got, want) {
 		t.Errorf("chain %v, want %v", got, want)
 	}
