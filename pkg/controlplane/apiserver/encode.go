@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
@@ -116,13 +116,15 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 var protoSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 
 // decodeInto decodes a request body in JSON or protobuf (answers are
-// always JSON, which every client accepts).
+// always JSON, which every client accepts). JSON keys match fields case-
+// sensitively, as upstream's serializer: encoding/json would let "Name"
+// (or the last of "name" and "Name") fill metadata.name.
 func decodeInto(contentType string, body []byte, into runtime.Object) error {
 	if strings.HasPrefix(contentType, protobufType) {
 		_, _, err := protoSerializer.Decode(body, nil, into)
 		return err
 	}
-	return json.Unmarshal(body, into)
+	return kjson.UnmarshalCaseSensitivePreserveInts(body, into)
 }
 
 // readBody reads a request body up to the size limit and decodes it.
