@@ -51,6 +51,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	cfg := newServerConfig(filepath.Join(workDir, "shared"))
+	cfg.APIServeHook = panicOnHeader
 	if shared, err = startServer(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
