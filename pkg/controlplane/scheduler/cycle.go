@@ -170,8 +170,18 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *v1.Pod, start time.Tim
 		return &unschedulableError{fitErr}
 	}
 	s.assume(pod, node)
-	s.binds.Go(func() { s.bind(ctx, pod, node, start) })
+	s.binds.Go(func() { s.bindGuarded(ctx, pod, node, start) })
 	return nil
+}
+
+// bindGuarded is bind with a panic logged at error and counted; the
+// assumption is forgotten and the pod queued again, as for a failure.
+func (s *Scheduler) bindGuarded(ctx context.Context, pod *v1.Pod, node string, start time.Time) {
+	if crash.Do(s.log.With("node", node), panicComponent, key(pod), func() { s.bind(ctx, pod, node, start) }) {
+		s.forgetAssumed(pod.UID)
+		s.attempt(resultError, start)
+		s.queue.AddRateLimited(key(pod))
+	}
 }
 
 // bind posts the binding and records the attempt begun at start; a

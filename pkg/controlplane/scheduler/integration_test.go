@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/metrics"
@@ -38,6 +39,17 @@ func freePort(t *testing.T) int {
 // startControlPlane runs the real server (embedded etcd) and returns an
 // admin clientset; it stops with the test.
 func startControlPlane(t *testing.T, log *slog.Logger) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(startControlPlaneConfig(t, log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// startControlPlaneConfig is startControlPlane returning the admin's
+// client configuration.
+func startControlPlaneConfig(t *testing.T, log *slog.Logger) *rest.Config {
 	t.Helper()
 	dir := t.TempDir()
 	ready := make(chan struct{})
@@ -72,11 +84,7 @@ func startControlPlane(t *testing.T, log *slog.Logger) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return rc
 }
 
 func createNode(t *testing.T, cs kubernetes.Interface, name, cpu string, labels map[string]string, ready bool) {
