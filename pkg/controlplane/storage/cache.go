@@ -106,7 +106,7 @@ func (s *Store) relist(ctx context.Context) (int64, error) {
 	}
 	objects := make(map[string]runtime.Object, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		obj, err := s.decode(kv.Value, kv.ModRevision)
+		obj, err := s.decodeKV(kv)
 		if err != nil {
 			s.log.Error("skipping undecodable object", "key", string(kv.Key), "err", err)
 			continue
@@ -145,7 +145,7 @@ func (s *Store) follow(ctx context.Context, rev int64) error {
 		for _, ev := range resp.Events {
 			ce := cacheEvent{typ: watch.Deleted, key: string(ev.Kv.Key), rv: ev.Kv.ModRevision}
 			if ev.Type == mvccpb.Event_PUT {
-				obj, err := s.decode(ev.Kv.Value, ev.Kv.ModRevision)
+				obj, err := s.decodeKV(ev.Kv)
 				if err != nil {
 					s.log.Error("skipping undecodable event", "key", ce.key, "err", err)
 					continue

@@ -171,7 +171,7 @@ func (s *Store) listEtcd(ctx context.Context, prefix, start string, rev int64, o
 				break
 			}
 			lastKey = string(kv.Key)
-			obj, err := s.decode(kv.Value, kv.ModRevision)
+			obj, err := s.decodeKV(kv)
 			if err != nil {
 				return nil, err
 			}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,6 +47,17 @@ type Config struct {
 	// Metrics records the Store's etcd requests; register it before New
 	// (nil records nothing).
 	Metrics *Metrics
+	// Transformer encrypts values at rest (nil stores plaintext).
+	Transformer Transformer
+}
+
+// Transformer turns a stored value into the object's JSON and back, as
+// upstream's value.Transformer; key is the etcd key. stale reports a value
+// not written by the current provider, rewritten on the next update
+// (encryption.Overrides.For returns these).
+type Transformer interface {
+	TransformFromStorage(data, key []byte) (plain []byte, stale bool, err error)
+	TransformToStorage(plain, key []byte) ([]byte, error)
 }
 
 // Store is the storage of one resource. Create it with New and start its
@@ -60,6 +72,7 @@ type Store struct {
 	watchBuffer    int
 	log            *slog.Logger
 
+	transformer Transformer // nil: plaintext
 	cache       *watchCache
 	etcdWatches atomic.Int32 // open etcd watches; by design at most 1
 	ops         etcdOps
@@ -103,6 +116,7 @@ func New(cfg Config) (*Store, error) {
 		bookmarkPeriod: cfg.BookmarkPeriod,
 		watchBuffer:    defaultWatchBuffer,
 		log:            log,
+		transformer:    cfg.Transformer,
 		cache:          newWatchCache(cfg.CacheEvents, log),
 		ops:            newEtcdOps(cfg.Metrics, cfg.Resource),
 	}, nil
@@ -141,10 +155,14 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, dryRun bool) (ru
 		}
 		return s.decode(data, 0)
 	}
+	stored, err := s.toStorage(data, key)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(clientv3.OpPut(key, string(stored))).
 		Commit()
 	s.ops.create.record(start, err)
 	if err != nil {
@@ -203,13 +221,17 @@ func (s *Store) Update(ctx context.Context, namespace, name string,
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(data, state.data) {
-			return existing, nil // no-op: upstream does not write
+		if !state.stale && bytes.Equal(data, state.data) {
+			return existing, nil // no-op: upstream does not write (a stale value is rewritten)
 		}
 		if dryRun {
 			return s.decode(data, state.rev)
 		}
-		rev, newState, err := s.writeIfUnchanged(ctx, key, state.rev, clientv3.OpPut(key, string(data)))
+		stored, err := s.toStorage(data, key)
+		if err != nil {
+			return nil, err
+		}
+		rev, newState, err := s.writeIfUnchanged(ctx, key, state.rev, clientv3.OpPut(key, string(stored)))
 		if err != nil {
 			return nil, err
 		}
@@ -268,10 +290,11 @@ func (s *Store) CurrentRV() int64 { return s.cache.currentRV() }
 // Ready is closed once the cache has completed its first list.
 func (s *Store) Ready() <-chan struct{} { return s.cache.firstReady }
 
-// kvState is one key's value as read from etcd.
+// kvState is one key's value as read from etcd, decrypted.
 type kvState struct {
-	data []byte
-	rev  int64 // ModRevision
+	data  []byte
+	rev   int64 // ModRevision
+	stale bool  // not written by the current encryption provider
 }
 
 // read returns the key's current state, or nil if absent.
@@ -287,7 +310,7 @@ func (s *Store) read(ctx context.Context, key string) (*kvState, error) {
 	if len(resp.Kvs) == 0 {
 		return nil, nil
 	}
-	return &kvState{data: resp.Kvs[0].Value, rev: resp.Kvs[0].ModRevision}, nil
+	return s.state(resp.Kvs[0])
 }
 
 // writeIfUnchanged runs op if the key's ModRevision is still rev. On success
@@ -317,7 +340,8 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, rev int64, op 
 	if len(kvs) == 0 {
 		return 0, nil, nil
 	}
-	return 0, &kvState{data: kvs[0].Value, rev: kvs[0].ModRevision}, nil
+	st, err := s.state(kvs[0])
+	return 0, st, err
 }
 
 // objectKey is <Prefix>/<resource>/<namespace>/<name>, or without the
@@ -372,6 +396,39 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 		return nil, apierrors.NewInternalError(fmt.Errorf("encode %s: %w", s.resource, err))
 	}
 	return data, nil
+}
+
+// state decrypts one etcd value.
+func (s *Store) state(kv *mvccpb.KeyValue) (*kvState, error) {
+	if s.transformer == nil {
+		return &kvState{data: kv.Value, rev: kv.ModRevision}, nil
+	}
+	data, stale, err := s.transformer.TransformFromStorage(kv.Value, kv.Key)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("decrypt %s %s: %w", s.resource, kv.Key, err))
+	}
+	return &kvState{data: data, rev: kv.ModRevision, stale: stale}, nil
+}
+
+// toStorage encrypts an encoded object for key.
+func (s *Store) toStorage(data []byte, key string) ([]byte, error) {
+	if s.transformer == nil {
+		return data, nil
+	}
+	out, err := s.transformer.TransformToStorage(data, []byte(key))
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("encrypt %s %s: %w", s.resource, key, err))
+	}
+	return out, nil
+}
+
+// decodeKV decrypts and decodes one etcd value.
+func (s *Store) decodeKV(kv *mvccpb.KeyValue) (runtime.Object, error) {
+	st, err := s.state(kv)
+	if err != nil {
+		return nil, err
+	}
+	return s.decode(st.data, st.rev)
 }
 
 // decode reads stored bytes into a new object with resourceVersion rev

@@ -73,7 +73,9 @@ func TestProvidersRoundTrip(t *testing.T) {
 				t.Fatalf("%s/%d: read back %q stale=%v err=%v", tc.provider, size, got, stale, err)
 			}
 			other := build(t, configYAML(provider(tc.provider, "k1", size, 8)))
-			if _, _, err := other.TransformFromStorage(stored, key); err == nil {
+			// aescbc is unauthenticated: a wrong key may pass the padding
+			// check by chance (as upstream's), but never yields the value.
+			if got, _, err := other.TransformFromStorage(stored, key); err == nil && (tc.provider != "aescbc" || bytes.Equal(got, plain)) {
 				t.Fatalf("%s/%d: a different key decrypted the value", tc.provider, size)
 			}
 		}
