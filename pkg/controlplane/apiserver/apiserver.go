@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/resourcemetrics"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/storage/encryption"
 	"github.com/nodeagent/nodeagent/pkg/crash"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// Registry describes the served resources; nil makes one on the real
 	// clock (registry.New).
 	Registry *registry.Registry
+	// Encryption encrypts the resources it covers at rest
+	// (--encryption-provider-config); nil stores everything in plaintext.
+	Encryption *encryption.Overrides
 
 	// ServeHook, for tests only, runs before each authorized resource
 	// request is served: a fault a test injects (a panic) hits the
@@ -155,6 +159,8 @@ func New(cfg Config) (*Server, error) {
 			NewFunc:    res.New,
 			Logger:     cfg.Logger.With("resource", res.Plural),
 			Metrics:    etcdMetrics,
+			// A nil *Overrides gives a nil Transformer: plaintext.
+			Transformer: cfg.Encryption.For(groupResource(res)),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("storage for %s: %w", res.Plural, err)

@@ -92,6 +92,12 @@ type Config struct {
 	// negative value is no limit (the flags' 0).
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 
+	// EncryptionProviderConfig is the EncryptionConfiguration file that
+	// encrypts resources at rest (kube-apiserver's flag of that name);
+	// empty: EncryptionConfigFile in DataDir, written on first start with
+	// a fresh aescbc key for Secrets.
+	EncryptionProviderConfig string
+
 	Logger *slog.Logger
 	// APIServeHook, for tests only, runs before the API server serves
 	// each authorized resource request (apiserver.Config.ServeHook).
@@ -123,6 +129,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.DNSRateLimit, "dns-rate-limit", DefaultDNSRateLimit, "UDP answers per second each cluster DNS client gets before the rest come back truncated (so that it retries over TCP); negative disables the limit.")
 	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "Path to a cert file for the certificate authority that verifies kubelets' serving certificates (default: the kubelet-serving CA, <data-dir>/pki/kubelet-serving-ca.crt, which signs the serving certificates agents request and nothing else).")
 	fs.BoolVar(&c.KubeletInsecureTLS, "kubelet-insecure-tls", false, "Do not verify kubelets' serving certificates (for kubelets that serve self-signed ones).")
+	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "The file containing configuration for encryption providers to be used for storing secrets in etcd (default: <data-dir>/"+EncryptionConfigFile+", generated on first start: Secrets with a fresh aescbc key, identity for older plaintext).")
 	c.MaxRequestsInFlight = inflight.DefaultMaxRequestsInFlight
 	c.MaxMutatingRequestsInFlight = inflight.DefaultMaxMutatingRequestsInFlight
 	fs.Var(&inflightFlag{name: "max-requests-inflight", limit: &c.MaxRequestsInFlight}, "max-requests-inflight",

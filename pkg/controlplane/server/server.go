@@ -85,6 +85,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	encryptionConfig, err := cfg.encryption(log)
+	if err != nil {
+		return err
+	}
 
 	// 2. etcd.
 	etcdCfg, err := cfg.etcdConfig(log)
@@ -113,6 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 	api, err := apiserver.New(apiserver.Config{
 		Registry:           registry.New(registry.Config{}),
 		Etcd:               store.Client(),
+		Encryption:         encryptionConfig,
 		Logger:             log.With("component", "apiserver"),
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
