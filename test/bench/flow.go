@@ -4,7 +4,9 @@ package main
 // create -> scheduler -> agent -> containerd -> status -> watch.
 //
 //  1. The raw CRI floor for the same work in the same run, with the raw
-//     runner (raw.go): 1 pod x -reps (+1 warm-up), then -flow-pods pods at
+//     runner (raw.go) making the requests the agent makes for the API pod
+//     (its kube-api-access volume's bind mount, the kubernetes Service's
+//     variables): 1 pod x -reps (+1 warm-up), then -flow-pods pods at
 //     once. It runs before the flow's agent exists (an agent removes
 //     sandboxes it does not know).
 //  2. A fresh control plane in this process (cp.go, no agent of its own)
@@ -100,7 +102,7 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 		return err
 	}
 	raw := &rawRunner{cri: env.cri, watch: env.watch, dir: filepath.Join(env.base, "flow-raw"), dns: dns,
-		timeout: o.timeout, sandboxes: map[string]*v1.Pod{}}
+		timeout: o.timeout, sandboxes: map[string]*v1.Pod{}, apiPod: true}
 	cl.add("remove the flow section's raw CRI pods", raw.removeAll)
 	fmt.Printf("flow: raw CRI, 1 pod x %d (+1 warm-up) ...\n", o.reps)
 	for i, name := range seriesNames("fraw-one", o.reps+1) {

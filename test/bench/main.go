@@ -45,7 +45,8 @@
 //     send for the same manifest (kubelet labels and annotations, pod log
 //     directory, DNS from /etc/resolv.conf, hostname, no ports, the same
 //     cgroup parent scheme <cgroupRoot>/kubepods/besteffort/pod<uid>, the
-//     same QoS resources and security context). One pod at a time ×reps,
+//     same QoS resources and security context, the sandbox's RuntimeDefault
+//     seccomp profile included). One pod at a time ×reps,
 //     then -pods pods at once from as many goroutines.
 //  2. The agent (built from this tree, run through test/framework) starting
 //     the same pods from manifests: one at a time ×reps, then -pods

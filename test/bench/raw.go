@@ -42,6 +42,10 @@ type rawRunner struct {
 	dir     string // pod log directories, /etc/hosts and termination files
 	dns     *criv1.DNSConfig
 	timeout time.Duration
+	// apiPod: the pods stand for API pods (the flow section), which the
+	// ServiceAccount admission gives the kube-api-access volume and the
+	// agent the kubernetes Service's environment variables.
+	apiPod bool
 
 	mu        sync.Mutex
 	sandboxes map[string]*v1.Pod // live sandboxes made by the bench
@@ -156,7 +160,10 @@ func (r *rawRunner) startPod(ctx context.Context, name string) (podTiming, error
 
 // sandboxConfig is what the agent's buildSandboxConfig produces for the
 // bench pod: best-effort QoS, pod network, DNS policy falling back to the
-// host's resolv.conf (no cluster DNS), no port mappings.
+// host's resolv.conf (no cluster DNS), no port mappings, and the
+// RuntimeDefault seccomp profile the kubelet always gives the sandbox
+// (runc loads it into the pause process: work the runtime does for every
+// pod).
 func (r *rawRunner) sandboxConfig(pod *v1.Pod) *criv1.PodSandboxConfig {
 	return &criv1.PodSandboxConfig{
 		Metadata:     &criv1.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
@@ -166,8 +173,11 @@ func (r *rawRunner) sandboxConfig(pod *v1.Pod) *criv1.PodSandboxConfig {
 		Labels:       nart.SandboxLabels(pod),
 		Annotations:  nart.SandboxAnnotations(pod),
 		Linux: &criv1.LinuxPodSandboxConfig{
-			CgroupParent:    cgroupRoot + "/kubepods/besteffort/pod" + string(pod.UID),
-			SecurityContext: &criv1.LinuxSandboxSecurityContext{NamespaceOptions: podNamespaces()},
+			CgroupParent: cgroupRoot + "/kubepods/besteffort/pod" + string(pod.UID),
+			SecurityContext: &criv1.LinuxSandboxSecurityContext{
+				NamespaceOptions: podNamespaces(),
+				Seccomp:          &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_RuntimeDefault},
+			},
 		},
 	}
 }
@@ -180,6 +190,7 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 		Metadata:    &criv1.ContainerMetadata{Name: c.Name},
 		Image:       &criv1.ImageSpec{Image: imageID, UserSpecifiedImage: c.Image},
 		Command:     c.Command,
+		Envs:        r.envs(),
 		Labels:      nart.ContainerLabels(pod, c),
 		Annotations: nart.ContainerAnnotations(pod, c, 0),
 		LogPath:     nart.ContainerLogPath(c.Name, 0),
@@ -188,6 +199,7 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 			Resources: &criv1.LinuxContainerResources{CpuShares: 2, OomScoreAdj: 1000}, // best-effort
 			SecurityContext: &criv1.LinuxContainerSecurityContext{
 				NamespaceOptions: podNamespaces(),
+				Seccomp:          &criv1.SecurityProfile{ProfileType: criv1.SecurityProfile_Unconfined},
 				MaskedPaths: []string{"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
 					"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
 					"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"},
@@ -197,12 +209,35 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 	}
 }
 
+// kubernetesServiceEnv is what the agent puts into every container of an
+// API pod for the control plane's kubernetes Service (10.96.0.1:443).
+var kubernetesServiceEnv = []*criv1.KeyValue{
+	{Key: "KUBERNETES_PORT", Value: []byte("tcp://10.96.0.1:443")},
+	{Key: "KUBERNETES_PORT_443_TCP", Value: []byte("tcp://10.96.0.1:443")},
+	{Key: "KUBERNETES_PORT_443_TCP_ADDR", Value: []byte("10.96.0.1")},
+	{Key: "KUBERNETES_PORT_443_TCP_PORT", Value: []byte("443")},
+	{Key: "KUBERNETES_PORT_443_TCP_PROTO", Value: []byte("tcp")},
+	{Key: "KUBERNETES_SERVICE_HOST", Value: []byte("10.96.0.1")},
+	{Key: "KUBERNETES_SERVICE_PORT", Value: []byte("443")},
+	{Key: "KUBERNETES_SERVICE_PORT_HTTPS", Value: []byte("443")},
+}
+
+func (r *rawRunner) envs() []*criv1.KeyValue {
+	if !r.apiPod {
+		return nil
+	}
+	return kubernetesServiceEnv
+}
+
 func podNamespaces() *criv1.NamespaceOption {
-	return &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD}
+	return &criv1.NamespaceOption{Network: criv1.NamespaceMode_POD, Pid: criv1.NamespaceMode_CONTAINER, Ipc: criv1.NamespaceMode_POD,
+		UsernsOptions: &criv1.UserNamespace{Mode: criv1.NamespaceMode_NODE}}
 }
 
 // prepareFiles creates, before the clock starts, the pod log directory and
-// the files the agent bind-mounts: /etc/hosts and the termination log.
+// the files the agent bind-mounts: /etc/hosts and the termination log, and
+// for an API pod the service account volume's files, in the agent's mount
+// order.
 func (r *rawRunner) prepareFiles(pod *v1.Pod, sb *criv1.PodSandboxConfig) ([]*criv1.Mount, error) {
 	podDir := filepath.Join(r.dir, "pods", string(pod.UID))
 	if err := os.MkdirAll(podDir, 0o755); err != nil {
@@ -219,10 +254,36 @@ func (r *rawRunner) prepareFiles(pod *v1.Pod, sb *criv1.PodSandboxConfig) ([]*cr
 	if err := os.WriteFile(term, nil, 0o666); err != nil {
 		return nil, err
 	}
-	return []*criv1.Mount{
-		{ContainerPath: "/etc/hosts", HostPath: hosts},
+	mounts := []*criv1.Mount{
+		{ContainerPath: "/etc/hosts", HostPath: hosts, SelinuxRelabel: true},
 		{ContainerPath: pod.Spec.Containers[0].TerminationMessagePath, HostPath: term},
-	}, nil
+	}
+	if !r.apiPod {
+		return mounts, nil
+	}
+	sa, err := writeServiceAccountFiles(filepath.Join(podDir, "kube-api-access"), pod.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return append([]*criv1.Mount{{ContainerPath: serviceAccountDir, HostPath: sa, Readonly: true, SelinuxRelabel: true}}, mounts...), nil
+}
+
+// serviceAccountDir is where the kube-api-access volume is mounted.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// writeServiceAccountFiles writes stand-ins for the kube-api-access
+// volume's files (token, ca.crt, namespace): their content does not
+// matter to the runtime, the bind mount of their directory does.
+func writeServiceAccountFiles(dir, ns string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, content := range map[string]string{"token": "bench", "ca.crt": "bench", "namespace": ns} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 func (r *rawRunner) track(id string, pod *v1.Pod) {
