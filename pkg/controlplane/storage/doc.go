@@ -24,6 +24,10 @@
 // etcd_request_duration_seconds, etcd_requests_total and
 // etcd_request_errors_total (labels operation, group, resource).
 //
+// Config.TTL gives every write an etcd lease (events: --event-ttl), so
+// that etcd deletes the object once the TTL passes without a write; Leases
+// reuses one lease per window of writes as upstream's lease manager does.
+//
 // Errors are k8s.io/apimachinery/pkg/api/errors values carrying the
 // configured GroupResource, so the HTTP layer maps them to Status codes.
 // Objects returned by the Store have an empty TypeMeta; the caller sets it.

@@ -49,6 +49,13 @@ type Config struct {
 	Metrics *Metrics
 	// Transformer encrypts values at rest (nil stores plaintext).
 	Transformer Transformer
+	// TTL, when at least a second, gives every created or updated object
+	// an etcd lease of that many whole seconds (upstream's TTLFunc, which
+	// events have: kube-apiserver's --event-ttl), so that etcd deletes it
+	// once the TTL passes without another write. Leases hands them out
+	// (default: one of the Store's own).
+	TTL    time.Duration
+	Leases *Leases
 }
 
 // Transformer turns a stored value into the object's JSON and back, as
@@ -73,6 +80,9 @@ type Store struct {
 	log            *slog.Logger
 
 	transformer Transformer // nil: plaintext
+	ttlSeconds  int64       // 0: no lease
+	leases      *Leases
+
 	cache       *watchCache
 	etcdWatches atomic.Int32 // open etcd watches; by design at most 1
 	ops         etcdOps
@@ -107,7 +117,13 @@ func New(cfg Config) (*Store, error) {
 		cfg.Logger = slog.Default()
 	}
 	log := cfg.Logger.With("resource", cfg.Resource.String())
+	ttlSeconds := int64(cfg.TTL / time.Second)
+	if ttlSeconds > 0 && cfg.Leases == nil {
+		cfg.Leases = NewLeases(cfg.Client)
+	}
 	return &Store{
+		ttlSeconds:     ttlSeconds,
+		leases:         cfg.Leases,
 		client:         cfg.Client,
 		resource:       cfg.Resource,
 		namespaced:     cfg.Namespaced,
@@ -159,10 +175,14 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, dryRun bool) (ru
 	if err != nil {
 		return nil, err
 	}
+	put, err := s.put(ctx, key, stored)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(stored))).
+		Then(put).
 		Commit()
 	s.ops.create.record(start, err)
 	if err != nil {
@@ -231,7 +251,11 @@ func (s *Store) Update(ctx context.Context, namespace, name string,
 		if err != nil {
 			return nil, err
 		}
-		rev, newState, err := s.writeIfUnchanged(ctx, key, state.rev, clientv3.OpPut(key, string(stored)))
+		put, err := s.put(ctx, key, stored)
+		if err != nil {
+			return nil, err
+		}
+		rev, newState, err := s.writeIfUnchanged(ctx, key, state.rev, put)
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +306,22 @@ func (s *Store) Delete(ctx context.Context, namespace, name string,
 		s.log.Debug("delete lost a race, retrying", "key", key)
 		state = newState
 	}
+}
+
+// put writes data at key, with a lease when the Store has a TTL: every
+// write renews it, as upstream's GuaranteedUpdate attaches the TTL's lease
+// on updates too.
+func (s *Store) put(ctx context.Context, key string, data []byte) (clientv3.Op, error) {
+	if s.ttlSeconds == 0 {
+		return clientv3.OpPut(key, string(data)), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	lease, err := s.leases.Get(ctx, s.ttlSeconds)
+	if err != nil {
+		return clientv3.Op{}, s.etcdError("grant", key, err)
+	}
+	return clientv3.OpPut(key, string(data), clientv3.WithLease(lease)), nil
 }
 
 // CurrentRV returns the revision the cache has reached.
