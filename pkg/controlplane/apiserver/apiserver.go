@@ -38,6 +38,9 @@ type Config struct {
 	Etcd   *clientv3.Client
 	Prefix string
 	Logger *slog.Logger
+	// EventTTL is how long etcd keeps an event after its last write
+	// (kube-apiserver's --event-ttl); under a second keeps events forever.
+	EventTTL time.Duration
 
 	// TokenSigner issues service account tokens (serviceaccounts/token);
 	// nil refuses TokenRequests.
@@ -136,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	etcdMetrics := s.setUpMetrics()
+	// Both event APIs share one lease per window, as upstream's single
+	// event store does.
+	eventLeases := storage.NewLeases(cfg.Etcd)
 	for _, res := range cfg.Registry.ResourceMetrics() {
 		s.resources[resourceKey(res.GVK.Group, res.GVK.Version, res.Plural)] = res
 	}
@@ -145,6 +151,10 @@ func New(cfg Config) (*Server, error) {
 			continue
 		}
 		prefix := cfg.Prefix
+		var ttl time.Duration
+		if res.Plural == "events" && (res.GVK.Group == "" || res.GVK.Group == "events.k8s.io") {
+			ttl = cfg.EventTTL
+		}
 		if res.GVK.Group == "events.k8s.io" {
 			// Upstream serves one event store through two APIs; until the
 			// conversion is wired, the two keep apart instead of decoding
@@ -161,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 			Metrics:    etcdMetrics,
 			// A nil *Overrides gives a nil Transformer: plaintext.
 			Transformer: cfg.Encryption.For(groupResource(res)),
+			TTL:         ttl,
+			Leases:      eventLeases,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("storage for %s: %w", res.Plural, err)

@@ -24,7 +24,6 @@ const (
 	DefaultClientPort        = 2379
 	DefaultPeerPort          = 2380
 	DefaultStartTimeout      = time.Minute
-	DefaultCompactionPeriod  = 5 * time.Minute
 	defaultDialTimeout       = 5 * time.Second
 	defaultHealthCheckPrefix = "/nodeagent-health"
 	memberName               = "nodeagent"
@@ -39,9 +38,8 @@ type Config struct {
 	// (defaults 2379 and 2380).
 	ClientPort int
 	PeerPort   int
-	// CompactionPeriod is the embedded server's periodic auto-compaction
-	// retention (default 5m).
-	CompactionPeriod time.Duration
+	// Tuning is the embedded server's quota, compaction and raft timings.
+	Tuning Tuning
 	// StartTimeout bounds the wait for the embedded server to become ready,
 	// or for an external cluster to answer (default 1m).
 	StartTimeout time.Duration
@@ -150,8 +148,11 @@ func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 	if cfg.PeerPort == 0 {
 		cfg.PeerPort = DefaultPeerPort
 	}
-	if cfg.CompactionPeriod <= 0 {
-		cfg.CompactionPeriod = DefaultCompactionPeriod
+	if err := cfg.Tuning.Validate(); err != nil {
+		return nil, err
+	}
+	if w := cfg.Tuning.quotaWarning(); w != "" {
+		cfg.Logger.Warn(w, "quotaBackendBytes", cfg.Tuning.QuotaBackendBytes)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd data dir: %w", err)
@@ -182,8 +183,7 @@ func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 	ec.Logger = "zap"
 	ec.LogLevel = "warn"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(cfg.Logger, closing))
-	ec.AutoCompactionMode = "periodic"
-	ec.AutoCompactionRetention = cfg.CompactionPeriod.String()
+	cfg.Tuning.apply(ec)
 
 	srv, err := embed.StartEtcd(ec)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/inflight"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
 )
 
 // Defaults, as kube-apiserver's.
@@ -27,6 +28,8 @@ const (
 	TokenFile      = "tokens.csv"
 
 	defaultShutdownTimeout = 10 * time.Second
+	// DefaultEventTTL is kube-apiserver's --event-ttl default.
+	DefaultEventTTL = time.Hour
 )
 
 // Config configures Run. Zero values take the defaults above.
@@ -42,6 +45,15 @@ type Config struct {
 	// EtcdClientPort and EtcdPeerPort are the embedded member's loopback
 	// ports (defaults 2379 and 2380).
 	EtcdClientPort, EtcdPeerPort int
+	// EtcdTuning is the embedded member's quota, compaction retention and
+	// raft timings (--etcd-quota-backend-bytes, ...); zero values take
+	// etcd's defaults (a 5m compaction retention).
+	EtcdTuning etcd.Tuning
+
+	// EventTTL is how long etcd keeps an event after its last write
+	// (kube-apiserver's --event-ttl; default 1h); negative keeps events
+	// forever (the flag's 0).
+	EventTTL time.Duration
 
 	// ExtraSANs are added to the serving certificate.
 	ExtraSANs []string
@@ -119,6 +131,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
 	fs.IntVar(&c.EtcdClientPort, "etcd-client-port", 0, "Loopback client port of the embedded etcd (default 2379).")
 	fs.IntVar(&c.EtcdPeerPort, "etcd-peer-port", 0, "Loopback peer port of the embedded etcd (default 2380).")
+	c.addEtcdTuningFlags(fs)
+	c.EventTTL = DefaultEventTTL
+	fs.Var(&eventTTLFlag{ttl: &c.EventTTL}, "event-ttl", "Amount of time to retain events. Zero retains them until deleted.")
 	fs.StringSliceVar(&c.ExtraSANs, "tls-san", nil, "Additional host names or IPs for the serving certificate.")
 	fs.BoolVar(&c.DisableAgent, "disable-agent", false, "Do not run a node agent for this host.")
 	fs.StringVar(&c.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "CIDR range (IPv4) of the pods; each node gets a block of it as its spec.podCIDR.")
@@ -191,6 +206,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.EventTTL == 0 {
+		c.EventTTL = DefaultEventTTL
+	}
 	if c.MaxRequestsInFlight == 0 {
 		c.MaxRequestsInFlight = inflight.DefaultMaxRequestsInFlight
 	}
@@ -211,6 +229,9 @@ func (c *Config) validate() error {
 	}
 	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if err := c.validateEtcdTuning(); err != nil {
+		return err
 	}
 	if err := c.validateDNS(); err != nil {
 		return err

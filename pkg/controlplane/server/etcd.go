@@ -18,6 +18,7 @@ func (c *Config) etcdConfig(log *slog.Logger) (etcd.Config, error) {
 		DataDir:    filepath.Join(c.DataDir, "etcd"),
 		ClientPort: c.EtcdClientPort,
 		PeerPort:   c.EtcdPeerPort,
+		Tuning:     c.EtcdTuning,
 		Servers:    c.EtcdServers,
 		CAFile:     c.EtcdCAFile,
 		CertFile:   c.EtcdCertFile,

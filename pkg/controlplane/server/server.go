@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Registry:           registry.New(registry.Config{}),
 		Etcd:               store.Client(),
 		Encryption:         encryptionConfig,
+		EventTTL:           cfg.eventTTL(),
 		Logger:             log.With("component", "apiserver"),
 		TokenSigner:        signer,
 		TokenAuthenticator: tokenAuthn.authenticateToken,
