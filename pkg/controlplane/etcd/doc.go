@@ -19,5 +19,8 @@
 //
 // The embedded server reopens the same data directory on restart, logs at
 // warn level, and compacts its history every five minutes as kube-apiserver
-// does for an external etcd.
+// does for an external etcd. Config.Tuning sets its quota (2 GiB), the
+// compaction retention and the raft timings, checked as etcd checks its
+// flags. Etcd.WatchSpace clears its NOSPACE alarm: compaction to the
+// current revision, defragmentation, then the disarm, so writes resume.
 package etcd

@@ -80,6 +80,7 @@ type Etcd struct {
 	closing  *atomic.Bool // demotes etcd's shutdown noise
 	client   *clientv3.Client
 	log      *slog.Logger
+	quota    int64 // the embedded server's backend quota
 }
 
 // Start starts the embedded etcd server, or connects to the external
@@ -218,7 +219,7 @@ func startEmbedded(ctx context.Context, cfg Config) (_ *Etcd, retErr error) {
 		return nil, err
 	}
 	cfg.Logger.Info("embedded etcd ready", "dataDir", cfg.DataDir, "client", clientURL.String())
-	return &Etcd{embedded: srv, closing: closing, client: cli, log: cfg.Logger}, nil
+	return &Etcd{embedded: srv, closing: closing, client: cli, log: cfg.Logger, quota: ec.QuotaBackendBytes}, nil
 }
 
 // advertisePeerURL records peerURL as the member's peer URL when the data

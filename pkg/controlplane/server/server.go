@@ -153,6 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		}
 	})
+	g.Go(func() error { store.WatchSpace(gctx, 0); return nil })
 	g.Go(func() error {
 		err := api.Run(apiCtx)
 		switch {
