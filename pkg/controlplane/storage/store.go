@@ -171,11 +171,7 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, dryRun bool) (ru
 		}
 		return s.decode(data, 0)
 	}
-	stored, err := s.toStorage(data, key)
-	if err != nil {
-		return nil, err
-	}
-	put, err := s.put(ctx, key, stored)
+	put, err := s.put(ctx, key, data)
 	if err != nil {
 		return nil, err
 	}
@@ -247,11 +243,7 @@ func (s *Store) Update(ctx context.Context, namespace, name string,
 		if dryRun {
 			return s.decode(data, state.rev)
 		}
-		stored, err := s.toStorage(data, key)
-		if err != nil {
-			return nil, err
-		}
-		put, err := s.put(ctx, key, stored)
+		put, err := s.put(ctx, key, data)
 		if err != nil {
 			return nil, err
 		}
@@ -308,10 +300,14 @@ func (s *Store) Delete(ctx context.Context, namespace, name string,
 	}
 }
 
-// put writes data at key, with a lease when the Store has a TTL: every
-// write renews it, as upstream's GuaranteedUpdate attaches the TTL's lease
-// on updates too.
+// put writes data at key, encrypted when the Store has a Transformer and
+// with a lease when it has a TTL: every write renews it, as upstream's
+// GuaranteedUpdate attaches the TTL's lease on updates too.
 func (s *Store) put(ctx context.Context, key string, data []byte) (clientv3.Op, error) {
+	data, err := s.toStorage(data, key)
+	if err != nil {
+		return clientv3.Op{}, err
+	}
 	if s.ttlSeconds == 0 {
 		return clientv3.OpPut(key, string(data)), nil
 	}
