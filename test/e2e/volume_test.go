@@ -90,10 +90,7 @@ spec:
 	if err := a.WaitGone("vols", podTimeout); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "the pod's volumes to be removed", func() bool {
-		_, err := os.Stat(volume.PodVolumesDir(a.RootDir, p.UID))
-		return os.IsNotExist(err)
-	})
+	waitUntil(t, 30*time.Second, "the pod's volumes to be removed", func() bool { return gone(volume.PodVolumesDir(a.RootDir, p.UID)) })
 	if mountsUnder(t, volume.PodVolumesDir(a.RootDir, p.UID)) {
 		t.Errorf("mounts left under the pod's volumes after the pod")
 	}
@@ -188,10 +185,7 @@ spec:
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, podTimeout, "the removed pod's volumes to go", func() bool {
-		_, err := os.Stat(volume.PodVolumesDir(a.RootDir, drop.UID))
-		return os.IsNotExist(err)
-	})
+	waitUntil(t, podTimeout, "the removed pod's volumes to go", func() bool { return gone(volume.PodVolumesDir(a.RootDir, drop.UID)) })
 	p, err := a.WaitPod("keep", podTimeout, running)
 	if err != nil {
 		t.Fatal(err)
