@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // The components a Diagnosis names as holding the pod.
@@ -220,12 +222,7 @@ func isReady(p *v1.Pod) bool {
 }
 
 func podCondition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
+	return podutil.Condition(&p.Status, t)
 }
 
 func describePodCondition(c *v1.PodCondition) string {

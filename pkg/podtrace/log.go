@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // Defaults of Config.
@@ -227,10 +229,8 @@ func StatusSummary(s *v1.PodStatus) string {
 func podReady(s *v1.PodStatus) bool { return readyCondition(s) == v1.ConditionTrue }
 
 func readyCondition(s *v1.PodStatus) v1.ConditionStatus {
-	for _, c := range s.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status
-		}
+	if c := podutil.Condition(s, v1.PodReady); c != nil {
+		return c.Status
 	}
 	return v1.ConditionUnknown
 }

@@ -45,6 +45,16 @@ func IsSidecarNamed(pod *v1.Pod, name string) bool {
 	return false
 }
 
+// Condition returns the status's condition of type t, nil if it has none.
+func Condition(s *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // IsKubeletCondition reports whether the kubelet owns pod conditions of
 // type t (upstream's kubetypes.PodConditionByKubelet). Others are set
 // through the API by someone else (readiness gates, DisruptionTarget, ...):

@@ -29,12 +29,7 @@ var podColumns = []metav1.TableColumnDefinition{
 const nodeUnreachablePodReason = "NodeLost"
 
 func podCondition(pod *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == t {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
+	return podutil.Condition(&pod.Status, t)
 }
 
 // podRow prints a pod as kubectl get pods does: READY counts ready regular

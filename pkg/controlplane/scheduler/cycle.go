@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/nodeagent/pkg/crash"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // maxEventMessage is upstream's truncation of FailedScheduling messages.
@@ -272,12 +273,7 @@ func (s *Scheduler) patchPodScheduled(ctx context.Context, pod *v1.Pod, c v1.Pod
 }
 
 func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == v1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
+	return podutil.Condition(&pod.Status, v1.PodScheduled)
 }
 
 func splitKey(k string) (string, string) {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/internal/ctrlutil"
+	"github.com/nodeagent/nodeagent/pkg/podutil"
 )
 
 // podDeletionCost is the annotation that orders scale-down (lower first).
@@ -283,14 +284,7 @@ func activePods(pods []*v1.Pod) []*v1.Pod {
 	return out
 }
 
-func readyCondition(p *v1.Pod) *v1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == v1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+func readyCondition(p *v1.Pod) *v1.PodCondition { return podutil.Condition(&p.Status, v1.PodReady) }
 
 func isReady(p *v1.Pod) bool {
 	c := readyCondition(p)

@@ -35,14 +35,7 @@ func IsPodReady(pod *v1.Pod) bool {
 	return c != nil && c.Status == v1.ConditionTrue
 }
 
-func readyCondition(pod *v1.Pod) *v1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == v1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+func readyCondition(pod *v1.Pod) *v1.PodCondition { return podutil.Condition(&pod.Status, v1.PodReady) }
 
 // FindPort resolves a service port's targetPort on pod: a number is taken
 // as is, a name is looked up among the container ports of the same
