@@ -145,6 +145,9 @@ func TestKubectlRawMetrics(t *testing.T) {
 	podCreates := map[string]string{"verb": "POST", "resource": "pods", "scope": "resource", "code": "201", "component": "apiserver"}
 	etcdCreates := map[string]string{"operation": "create", "group": "", "resource": "pods"}
 	unschedulable := map[string]string{"result": "unschedulable", "profile": "default-scheduler"}
+	// The namespace's creation comes first: a server that has served no
+	// request yet has no samples of the request metrics to export.
+	ns := namespace(t)
 	before := scrapeMetrics(t)
 	for _, name := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "etcd_request_duration_seconds",
 		"go_goroutines", "process_cpu_seconds_total"} {
@@ -158,7 +161,6 @@ func TestKubectlRawMetrics(t *testing.T) {
 
 	// A pod no node can take: its creation is counted, the scheduler
 	// tries and finds it unschedulable.
-	ns := namespace(t)
 	mustKubectl(t, "-n", ns, "run", "pending", "--image=busybox:1", "--restart=Never")
 	deadline := time.Now().Add(30 * time.Second)
 	after := scrapeMetrics(t)
