@@ -3,6 +3,7 @@ package eviction
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -95,7 +96,7 @@ func (v Value) String() string {
 	if v.Quantity != nil {
 		return v.Quantity.String()
 	}
-	return fmt.Sprintf("%g%%", v.Percentage*100)
+	return strconv.FormatFloat(float64(v.Percentage)*100, 'g', 6, 64) + "%"
 }
 
 // Threshold is one eviction threshold: hard when GracePeriod is zero.
