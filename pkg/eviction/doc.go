@@ -7,12 +7,13 @@
 //
 // Nothing here touches the node. The agent, every monitoring interval:
 //
-//	thresholds, err := eviction.Parse(cfg)               // once, at start
-//	obs := eviction.MakeObservations(figures)            // from /stats/summary
+//	policy, err := eviction.NewPolicy(cfg, enforceNodeAllocatable, disks, true) // once
+//	obs := eviction.MakeObservations(figures) // from the summary provider
 //	plan, state = eviction.Synchronize(now, policy, obs, pods, state)
-//	// run plan.Reclaim, then, if !eviction.ReclaimSufficed(policy, obsAfter),
-//	// stop plan.Evict with its grace; plan.Conditions feed the node status
-//	// and Admit.
+//	// evict plan.LocalStorage; run plan.Reclaim, then, unless
+//	// eviction.ReclaimSufficed(policy, freshObs), evict plan.Evict with its
+//	// grace. state.Conditions feed the node status (NodeConditions, Taints)
+//	// and eviction.Admit.
 //
 // Upstream's files are pkg/kubelet/eviction (helpers.go, eviction_manager.go,
 // api/types.go, defaults_linux.go) and pkg/kubelet/nodestatus/setters.go

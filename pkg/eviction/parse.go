@@ -2,7 +2,8 @@ package eviction
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,14 +65,7 @@ func withAllocatable(ts []Threshold) []Threshold {
 	return out
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 func parseStatements(m map[string]string) ([]Threshold, error) {
 	var out []Threshold
