@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/certificates"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/clusterroleaggregation"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/deployment"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpoint"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/endpointslice"
@@ -67,6 +68,7 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
 	ep := endpoint.New(client, factory, log.With("controller", "endpoint"))
 	eps := endpointslice.New(client, factory, log.With("controller", "endpointslice"))
+	cra := clusterroleaggregation.New(client, factory, log.With("controller", "clusterrole-aggregation"))
 	var rootCA *rootcacert.Publisher
 	if len(opts.RootCA) > 0 {
 		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
@@ -83,6 +85,7 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 	g.Go(func() error { return pv.Run(gctx) })
 	g.Go(func() error { return ep.Run(gctx, 2) })
 	g.Go(func() error { return eps.Run(gctx, 2) })
+	g.Go(func() error { return cra.Run(gctx, clusterroleaggregation.Workers) })
 	if rootCA != nil {
 		g.Go(func() error { return rootCA.Run(gctx, 1) })
 	}

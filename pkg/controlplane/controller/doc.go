@@ -13,6 +13,8 @@
 //   - endpointslice: writes their discovery.k8s.io/v1 EndpointSlices;
 //   - rootcacert: publishes the cluster CA as the kube-root-ca.crt
 //     ConfigMap in every namespace (when Options.RootCA is set);
+//   - clusterroleaggregation: fills the rules of ClusterRoles with an
+//     aggregationRule (admin, edit, view) from the roles they select;
 //   - certificates: approves nodes' own certificate signing requests and
 //     signs approved ones: kubelet serving certificates with the
 //     kubelet-serving CA, client certificates with the cluster CA (when
