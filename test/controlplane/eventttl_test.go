@@ -90,7 +90,7 @@ func TestEventTTL(t *testing.T) {
 
 	pkiDir := filepath.Join(cfg.DataDir, "pki")
 	etcdClient := etcdHTTPS(t, pkiDir, filepath.Join(pkiDir, pki.EtcdClientCertFile), filepath.Join(pkiDir, pki.EtcdClientKeyFile))
-	events := []string{"/registry/events/default/ttl-core", "/registry/events.k8s.io/events/default/ttl-v1"}
+	events := []string{"/registry/events/default/ttl-core", "/registry/events/default/ttl-v1"}
 	for _, key := range events {
 		// The event may already have expired; if it is there, it has a lease.
 		if k := readEtcdKey(t, etcdClient, cfg.EtcdClientPort, key); k.found && k.lease == "" {

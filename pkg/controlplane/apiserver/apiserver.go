@@ -150,29 +150,24 @@ func New(cfg Config) (*Server, error) {
 		if res.Virtual {
 			continue
 		}
-		prefix := cfg.Prefix
 		var ttl time.Duration
 		if res.Plural == "events" && (res.GVK.Group == "" || res.GVK.Group == "events.k8s.io") {
 			ttl = cfg.EventTTL
 		}
-		if res.GVK.Group == "events.k8s.io" {
-			// Upstream serves one event store through two APIs; until the
-			// conversion is wired, the two keep apart instead of decoding
-			// each other's objects.
-			prefix += "/events.k8s.io"
-		}
+		stored, conv := storedAs(res)
 		st, err := storage.New(storage.Config{
 			Client:     cfg.Etcd,
-			Prefix:     prefix,
+			Prefix:     cfg.Prefix,
 			Resource:   groupResource(res),
 			Namespaced: res.Namespaced,
 			NewFunc:    res.New,
 			Logger:     cfg.Logger.With("resource", res.Plural),
 			Metrics:    etcdMetrics,
 			// A nil *Overrides gives a nil Transformer: plaintext.
-			Transformer: cfg.Encryption.For(groupResource(res)),
+			Transformer: cfg.Encryption.For(stored),
 			TTL:         ttl,
 			Leases:      eventLeases,
+			Stored:      conv,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("storage for %s: %w", res.Plural, err)

@@ -20,10 +20,21 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/responsewriters"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/storage"
 )
 
 func groupResource(res *registry.Resource) schema.GroupResource {
 	return schema.GroupResource{Group: res.GVK.Group, Resource: res.Plural}
+}
+
+// storedAs is the resource whose keys (and encryption) hold res's
+// objects, and the conversion to its shape (nil: res's own).
+func storedAs(res *registry.Resource) (schema.GroupResource, *storage.Conversion) {
+	v := res.StoredAs
+	if v == nil {
+		return groupResource(res), nil
+	}
+	return v.Resource, &storage.Conversion{New: v.New, ToStored: v.ToStored, FromStored: v.FromStored}
 }
 
 // generateNameSuffix draws from upstream's alphabet (no vowels, no

@@ -60,7 +60,8 @@ func (s *Server) purgeNamespace(ctx context.Context, ns string) (int, error) {
 	defer cancel()
 	left := 0
 	for res, st := range s.stores {
-		if !res.Namespaced {
+		// A resource stored as another is emptied through that one.
+		if !res.Namespaced || res.StoredAs != nil {
 			continue
 		}
 		list, err := st.List(ctx, ns, storageListAll(nil))

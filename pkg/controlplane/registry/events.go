@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -37,7 +38,9 @@ func (b *builder) coreEvents() *Resource {
 	}
 }
 
-// eventsV1 serves the core events' field selectors and Table.
+// eventsV1 serves the core events through events.k8s.io/v1: the objects
+// are core/v1 Events in etcd, converted on the way in and out; its field
+// selectors are upstream's events.k8s.io labels.
 func (b *builder) eventsV1() *Resource {
 	coreEvents := b.coreEvents()
 	return &Resource{
@@ -49,14 +52,18 @@ func (b *builder) eventsV1() *Resource {
 		Verbs:      allVerbs,
 		New:        func() runtime.Object { return &eventsv1.Event{} },
 		NewList:    func() runtime.Object { return &eventsv1.EventList{} },
+		StoredAs: &StoredAs{
+			Resource:   v1.Resource("events"),
+			New:        func() runtime.Object { return &v1.Event{} },
+			ToStored:   func(o runtime.Object) runtime.Object { return EventToCore(o.(*eventsv1.Event)) },
+			FromStored: func(o runtime.Object) runtime.Object { return EventFromCore(o.(*v1.Event)) },
+		},
 
 		Validate: check(func(e *eventsv1.Event) field.ErrorList {
 			return validateEvent(EventToCore(e), false)
 		}),
 		ValidateUpdate: check2(validateEventV1Update),
-		FieldSet: func(o runtime.Object) fields.Set {
-			return coreEvents.FieldSet(EventToCore(o.(*eventsv1.Event)))
-		},
+		FieldSet:       fieldSet(true, eventV1Fields),
 		Table: func(objs []runtime.Object, wide bool) ([]metav1.TableColumnDefinition, [][]interface{}) {
 			core := make([]runtime.Object, len(objs))
 			for i, o := range objs {
@@ -79,9 +86,37 @@ func eventFields(e *v1.Event) fields.Set {
 		"involvedObject.fieldPath":       o.FieldPath,
 		"reason":                         e.Reason,
 		"reportingComponent":             e.ReportingController,
-		"source":                         e.Source.Component,
+		"source":                         eventSource(e.Source, e.ReportingController),
 		"type":                           e.Type,
 	}
+}
+
+// eventV1Fields are upstream's events.k8s.io/v1 field labels (its
+// AddFieldLabelConversionsForEvent), each the core field it maps to.
+func eventV1Fields(e *eventsv1.Event) fields.Set {
+	o := e.Regarding
+	return fields.Set{
+		"regarding.kind":            o.Kind,
+		"regarding.namespace":       o.Namespace,
+		"regarding.name":            o.Name,
+		"regarding.uid":             string(o.UID),
+		"regarding.apiVersion":      o.APIVersion,
+		"regarding.resourceVersion": o.ResourceVersion,
+		"regarding.fieldPath":       o.FieldPath,
+		"reason":                    e.Reason,
+		"reportingController":       e.ReportingController,
+		"source":                    eventSource(e.DeprecatedSource, e.ReportingController),
+		"type":                      e.Type,
+	}
+}
+
+// eventSource is the "source" field label: the old-style source component,
+// else the reporting controller, so new-style events match it too.
+func eventSource(s v1.EventSource, reportingController string) string {
+	if s.Component != "" {
+		return s.Component
+	}
+	return reportingController
 }
 
 // Length limits of new-style event fields.
@@ -146,14 +181,7 @@ func validateEvent(e *v1.Event, legacy bool) field.ErrorList {
 
 	// Strict checks of the events.k8s.io API.
 	errs = append(errs, validateMeta(&e.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)...)
-	if s := e.Series; s != nil {
-		if s.Count < 2 {
-			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
-		}
-		if s.LastObservedTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
-		}
-	}
+	errs = append(errs, validateEventSeries(e.Series)...)
 	if e.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
 	}
@@ -176,12 +204,29 @@ func validateEvent(e *v1.Event, legacy bool) field.ErrorList {
 	return errs
 }
 
+func validateEventSeries(s *v1.EventSeries) field.ErrorList {
+	var errs field.ErrorList
+	if s == nil {
+		return nil
+	}
+	if s.Count < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
+	}
+	if s.LastObservedTime.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
+	}
+	return errs
+}
+
 // validateEventV1Update: through events.k8s.io only the series (and
 // metadata) may change.
 func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
 	ce, co := EventToCore(e), EventToCore(old)
 	errs := validateEvent(ce, true)
 	errs = append(errs, validateMetaUpdate(&ce.ObjectMeta, &co.ObjectMeta)...)
+	if !reflect.DeepEqual(ce.Series, co.Series) {
+		errs = append(errs, validateEventSeries(ce.Series)...)
+	}
 	for _, f := range []struct {
 		name     string
 		new, old interface{}

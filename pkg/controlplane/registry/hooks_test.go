@@ -274,8 +274,25 @@ func TestFieldSet(t *testing.T) {
 	if got := coreEvents.FieldSet(ev); !reflect.DeepEqual(got, wantEv) {
 		t.Errorf("event fields = %v", got)
 	}
-	if got := eventsV1.FieldSet(EventFromCore(ev)); !reflect.DeepEqual(got, wantEv) {
+	// events.k8s.io/v1 has its own labels (upstream's
+	// AddFieldLabelConversionsForEvent).
+	wantV1 := fields.Set{
+		"metadata.name": "p.1", "metadata.namespace": "default",
+		"regarding.kind": "Pod", "regarding.namespace": "default", "regarding.name": "p",
+		"regarding.uid": "u1", "regarding.apiVersion": "v1", "regarding.resourceVersion": "7",
+		"regarding.fieldPath": "spec.containers{c}", "reason": "Pulled", "reportingController": "kubelet",
+		"source": "kubelet", "type": "Normal",
+	}
+	if got := eventsV1.FieldSet(EventFromCore(ev)); !reflect.DeepEqual(got, wantV1) {
 		t.Errorf("events.k8s.io event fields = %v", got)
+	}
+	// A new-style event has no source: "source" is its reporting controller.
+	ev.Source, ev.ReportingController = v1.EventSource{}, "default-scheduler"
+	if got := coreEvents.FieldSet(ev)["source"]; got != "default-scheduler" {
+		t.Errorf("source of a new-style core event = %q", got)
+	}
+	if got := eventsV1.FieldSet(EventFromCore(ev))["source"]; got != "default-scheduler" {
+		t.Errorf("source of an events.k8s.io event = %q", got)
 	}
 	if got := nodes.FieldSet(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: v1.NodeSpec{Unschedulable: true}}); !reflect.DeepEqual(got, fields.Set{"metadata.name": "n", "spec.unschedulable": "true"}) {
 		t.Errorf("node fields = %v", got)

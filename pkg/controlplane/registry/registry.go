@@ -36,6 +36,11 @@ type Resource struct {
 
 	New     func() runtime.Object
 	NewList func() runtime.Object
+	// StoredAs, when set, keeps the objects under another resource's
+	// keys in that resource's shape: one set of objects served through
+	// two APIs (events.k8s.io/v1 Events are core/v1 Events in etcd, as
+	// upstream's cohabiting event resources).
+	StoredAs *StoredAs
 
 	// Hooks; nil means "nothing to do".
 	PrepareForCreate       func(obj runtime.Object)
@@ -104,6 +109,15 @@ type Resource struct {
 	// Bind applies a Binding (the binding subresource) to the stored
 	// object (pods: once, to a node).
 	Bind func(obj runtime.Object, binding *v1.Binding) error
+}
+
+// StoredAs is the resource whose keys hold a resource's objects, and the
+// conversion between the two shapes.
+type StoredAs struct {
+	Resource   schema.GroupResource
+	New        func() runtime.Object // an empty object of the stored shape
+	ToStored   func(runtime.Object) runtime.Object
+	FromStored func(runtime.Object) runtime.Object
 }
 
 // FinishFunc ends what BeginCreate began, once the object is stored

@@ -56,6 +56,19 @@ type Config struct {
 	// (default: one of the Store's own).
 	TTL    time.Duration
 	Leases *Leases
+	// Stored, when set, is the shape objects have in etcd when it is not
+	// NewFunc's: a second API version served from another resource's keys
+	// (events.k8s.io/v1 Events are core/v1 Events in etcd, as upstream's
+	// cohabiting event resources). Set Prefix and Resource.Resource to
+	// the stored resource's.
+	Stored *Conversion
+}
+
+// Conversion turns the served form into the stored one and back.
+type Conversion struct {
+	New        func() runtime.Object // an empty stored object, e.g. &v1.Event{}
+	ToStored   func(runtime.Object) runtime.Object
+	FromStored func(runtime.Object) runtime.Object
 }
 
 // Transformer turns a stored value into the object's JSON and back, as
@@ -82,6 +95,7 @@ type Store struct {
 	transformer Transformer // nil: plaintext
 	ttlSeconds  int64       // 0: no lease
 	leases      *Leases
+	stored      *Conversion // nil: stored as served
 
 	cache       *watchCache
 	etcdWatches atomic.Int32 // open etcd watches; by design at most 1
@@ -99,6 +113,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.NewFunc == nil {
 		return nil, errors.New("storage: Config.NewFunc is required")
+	}
+	if c := cfg.Stored; c != nil && (c.New == nil || c.ToStored == nil || c.FromStored == nil) {
+		return nil, errors.New("storage: Config.Stored needs New, ToStored and FromStored")
 	}
 	if _, err := meta.Accessor(cfg.NewFunc()); err != nil {
 		return nil, fmt.Errorf("storage: NewFunc must return an object with metadata: %w", err)
@@ -133,6 +150,7 @@ func New(cfg Config) (*Store, error) {
 		watchBuffer:    defaultWatchBuffer,
 		log:            log,
 		transformer:    cfg.Transformer,
+		stored:         cfg.Stored,
 		cache:          newWatchCache(cfg.CacheEvents, log),
 		ops:            newEtcdOps(cfg.Metrics, cfg.Resource),
 	}, nil
@@ -420,6 +438,9 @@ func validSegment(what, v string) error {
 
 // encode is the stored form: JSON without TypeMeta and resourceVersion.
 func (s *Store) encode(obj runtime.Object) ([]byte, error) {
+	if s.stored != nil {
+		obj = s.stored.ToStored(obj)
+	}
 	obj = obj.DeepCopyObject()
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	m, err := meta.Accessor(obj)
@@ -470,9 +491,16 @@ func (s *Store) decodeKV(kv *mvccpb.KeyValue) (runtime.Object, error) {
 // decode reads stored bytes into a new object with resourceVersion rev
 // (empty when rev is 0).
 func (s *Store) decode(data []byte, rev int64) (runtime.Object, error) {
-	obj := s.newFunc()
+	newFunc := s.newFunc
+	if s.stored != nil {
+		newFunc = s.stored.New
+	}
+	obj := newFunc()
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("decode %s: %w", s.resource, err))
+	}
+	if s.stored != nil {
+		obj = s.stored.FromStored(obj)
 	}
 	setRV(obj, rev)
 	return obj, nil
