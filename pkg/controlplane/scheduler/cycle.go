@@ -195,7 +195,7 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string, start ti
 			return
 		}
 		s.attempt(resultError, start)
-		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "running PreBind plugin %q: %v", "VolumeBinding", err)
+		s.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "running PreBind plugin %q: %v", "VolumeBinding", err)
 		s.log.Warn("binding the pod's volumes failed; retrying", "pod", key(pod), "node", node, "err", err)
 		s.queue.AddRateLimited(key(pod))
 		return
@@ -218,14 +218,14 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod, node string, start ti
 			return
 		}
 		s.attempt(resultError, start)
-		s.recorder.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
+		s.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "Binding rejected: %v", err)
 		s.log.Warn("binding pod failed; retrying", "pod", key(pod), "node", node, "err", err)
 		s.queue.AddRateLimited(key(pod))
 		return
 	}
 	s.attempt(resultScheduled, start)
 	s.log.Info("pod scheduled", "pod", key(pod), "node", node)
-	s.recorder.Eventf(pod, v1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
+	s.recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
 	if c := podScheduledCondition(pod); c != nil && c.Status != v1.ConditionTrue {
 		// Upstream's binding sets PodScheduled=True; clear our False here
 		// in case the API server's binding does not.
@@ -240,7 +240,7 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg st
 	if len(ev) > maxEventMessage {
 		ev = ev[:maxEventMessage-3] + "..."
 	}
-	s.recorder.Event(pod, v1.EventTypeWarning, "FailedScheduling", ev)
+	s.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", ev)
 	want := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}
 	if c := podScheduledCondition(pod); c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
 		return

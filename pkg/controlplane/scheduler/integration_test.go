@@ -177,6 +177,9 @@ func waitUnschedulable(t *testing.T, cs kubernetes.Interface, name, msg string) 
 	})
 }
 
+// eventAction is kube-scheduler's action of each event reason.
+var eventAction = map[string]string{"Scheduled": "Binding", "FailedScheduling": "Scheduling"}
+
 func waitEvent(t *testing.T, cs kubernetes.Interface, pod, reason, msg string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -185,8 +188,10 @@ func waitEvent(t *testing.T, cs kubernetes.Interface, pod, reason, msg string) {
 			return false, err
 		}
 		for _, e := range evs.Items {
+			// Recorded through events.k8s.io/v1, as kube-scheduler does:
+			// no source, the scheduler is the reporting controller.
 			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && e.Reason == reason && e.Message == msg &&
-				e.Source.Component == testScheduler {
+				e.ReportingController == testScheduler && e.Action == eventAction[reason] && e.Source.Component == "" {
 				return true, nil
 			}
 		}

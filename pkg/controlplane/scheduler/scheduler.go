@@ -15,11 +15,9 @@ import (
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 
@@ -72,7 +70,7 @@ type Scheduler struct {
 	vols       *volumeLookup
 	limiter    workqueue.TypedRateLimiter[string]
 	queue      workqueue.TypedRateLimitingInterface[string]
-	recorder   record.EventRecorder
+	recorder   events.EventRecorder
 	runOnce    sync.Once
 	mu         sync.Mutex
 	parked     map[string]time.Time // unschedulable pod key → end of its backoff
@@ -145,12 +143,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 func (s *Scheduler) run(ctx context.Context) error {
-	// Not tied to ctx: events of bindings finishing after ctx ends are
-	// still sent before Shutdown.
-	broadcaster := record.NewBroadcaster()
+	// As kube-scheduler: events.k8s.io/v1 events (core/v1 where the
+	// server lacks that API, found by discovery under ctx), reported by
+	// the scheduler's name. The events.k8s.io sink stops only when run
+	// returns: events of bindings finishing after ctx ends are still sent.
+	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, s.client)
+	stopEvents := make(chan struct{})
 	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	s.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: s.cfg.SchedulerName})
+	defer close(stopEvents)
+	broadcaster.StartRecordingToSink(stopEvents)
+	s.recorder = broadcaster.NewRecorder(s.cfg.SchedulerName)
 
 	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(s.limiter,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: ""})
