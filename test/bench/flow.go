@@ -3,20 +3,22 @@ package main
 // The flow section: pod creation through the whole product path, API
 // create -> scheduler -> agent -> containerd -> status -> watch.
 //
-//  1. The raw CRI floor for the same work in the same run, with the raw
-//     runner (raw.go) making the requests the agent makes for the API pod
-//     (its kube-api-access volume's bind mount, the kubernetes Service's
-//     variables): 1 pod x -reps (+1 warm-up), then -flow-pods pods at
-//     once. It runs before the flow's agent exists (an agent removes
-//     sandboxes it does not know).
-//  2. A fresh control plane in this process (cp.go, no agent of its own)
+//  1. A fresh control plane in this process (cp.go, no agent of its own)
 //     and the agent binary joined to it with a node credential
 //     (server.WriteNodeKubeconfig, --kubeconfig), on the test instance.
-//     Once the node is Ready and untainted: 1 pod x -reps (+1 warm-up),
-//     created through the API without a node name, each deleted again
-//     before the next; then -flow-pods pods created at once from as many
-//     clients. Between rounds every pod has left the API and the runtime
-//     holds no sandbox.
+//  2. Once the node is Ready and untainted, the series, each flow round
+//     beside the raw CRI floor for the same work under the same load:
+//     1 pod x -reps (+1 warm-up each side), a raw round then a flow round,
+//     alternating, so that drift in the machine's load reaches both alike;
+//     then -flow-pods raw pods at once, then as many API pods at once from
+//     as many clients. The raw runner (raw.go) makes the requests the
+//     agent makes for the API pod (its kube-api-access volume's bind
+//     mount, the kubernetes Service's variables), with its pods' UID
+//     under a label of the bench's own: the agent, like the kubelet, only
+//     removes the sandboxes it can tie to a pod UID. API pods are created
+//     without a node name, each deleted again before the next round.
+//     Between rounds every pod has left the API and the runtime holds no
+//     sandbox.
 //  3. The agent's RssAnon once the node is Ready (0 pods) and with the
 //     -flow-pods pods Running (watch) before their deletion, and its CPU
 //     time (utime+stime) from the first Create to the last Running seen
@@ -96,33 +98,7 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 	o := env.o
 	var res flowResult
 
-	// 1. The raw floor.
-	dns, err := criconfig.ParseResolvConf("/etc/resolv.conf")
-	if err != nil {
-		return err
-	}
-	raw := &rawRunner{cri: env.cri, watch: env.watch, dir: filepath.Join(env.base, "flow-raw"), dns: dns,
-		timeout: o.timeout, sandboxes: map[string]*v1.Pod{}, apiPod: true}
-	cl.add("remove the flow section's raw CRI pods", raw.removeAll)
-	fmt.Printf("flow: raw CRI, 1 pod x %d (+1 warm-up) ...\n", o.reps)
-	for i, name := range seriesNames("fraw-one", o.reps+1) {
-		t, err := raw.runBatch(ctx, []string{name})
-		if err != nil {
-			return fmt.Errorf("raw CRI: %w", err)
-		}
-		if i > 0 {
-			res.raw.single = append(res.raw.single, t...)
-		}
-	}
-	fmt.Printf("flow: raw CRI, %d pods at once ...\n", *flowPods)
-	if res.raw.batch, err = raw.runBatch(ctx, seriesNames("fraw-burst", *flowPods)); err != nil {
-		return fmt.Errorf("raw CRI: %w", err)
-	}
-	if err := waitNoSandbox(ctx, env.cri, o.timeout); err != nil {
-		return err
-	}
-
-	// 2. Control plane and agent.
+	// 1. Control plane and agent.
 	fmt.Println("flow: starting the control plane and the agent ...")
 	cp, err := startControlPlane(ctx, "nodeagent-bench-flow-")
 	if err != nil {
@@ -154,17 +130,37 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 		return err
 	}
 	f := &flowRunner{cs: cp.admin, cri: env.cri, watch: env.watch, tracker: tr, pid: pid, timeout: o.timeout}
+	dns, err := criconfig.ParseResolvConf("/etc/resolv.conf")
+	if err != nil {
+		return err
+	}
+	raw := &rawRunner{cri: env.cri, watch: env.watch, dir: filepath.Join(env.base, "flow-raw"), dns: dns,
+		timeout: o.timeout, sandboxes: map[string]*v1.Pod{}, apiPod: true, besideAgent: true}
+	cl.add("remove the flow section's raw CRI pods", raw.removeAll)
 
-	// 3. The series.
-	fmt.Printf("flow: API, 1 pod x %d (+1 warm-up) ...\n", o.reps)
-	for i, name := range seriesNames("flow-one", o.reps+1) {
-		t, _, err := f.round(ctx, []string{name})
+	// 2. The series.
+	fmt.Printf("flow: 1 pod x %d (+1 warm-up), raw CRI and API alternating ...\n", o.reps)
+	rawNames, flowNames := seriesNames("fraw-one", o.reps+1), seriesNames("flow-one", o.reps+1)
+	for i := range rawNames {
+		rt, err := raw.runBatch(ctx, rawNames[i:i+1])
+		if err != nil {
+			return fmt.Errorf("raw CRI: %w", err)
+		}
+		ft, _, err := f.round(ctx, flowNames[i:i+1])
 		if err != nil {
 			return err
 		}
 		if i > 0 {
-			res.single = append(res.single, t...)
+			res.raw.single = append(res.raw.single, rt...)
+			res.single = append(res.single, ft...)
 		}
+	}
+	fmt.Printf("flow: raw CRI, %d pods at once ...\n", *flowPods)
+	if res.raw.batch, err = raw.runBatch(ctx, seriesNames("fraw-burst", *flowPods)); err != nil {
+		return fmt.Errorf("raw CRI: %w", err)
+	}
+	if err := waitNoSandbox(ctx, env.cri, o.timeout); err != nil {
+		return err
 	}
 	fmt.Printf("flow: API, %d pods at once ...\n", *flowPods)
 	if res.batch, res.burst, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {

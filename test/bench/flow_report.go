@@ -12,8 +12,9 @@ func printFlowReport(r *flowResult, o options) {
 	fmt.Printf("flow: API create -> Running, %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Println("setup:    pkg/controlplane/server in this process (embedded etcd, scheduler, controllers), the agent binary")
 	fmt.Printf("          joined as node %s with a node credential, on the test instance; pod as in the agent section\n", flowNode)
-	fmt.Printf("series:   1 pod x %d (+1 untimed warm-up each side, deleted before the next), %d pods at once from %d clients\n",
-		o.reps, n, n)
+	fmt.Printf("series:   1 pod x %d (+1 untimed warm-up each side, deleted before the next), raw and flow alternating,\n", o.reps)
+	fmt.Printf("          then %d raw pods at once, then %d API pods at once from %d clients; raw pods beside the running agent\n",
+		len(r.raw.batch), n, n)
 	fmt.Println("clock:    t0 = first CRI call (raw) / Create sent (flow); Running = a watch of the namespace delivers phase Running;")
 	fmt.Println("          StartedAt = container StartedAt (CRI ContainerStatus); \"known running\" = StartContainer returned (raw) / Running (flow)")
 	fmt.Println()

@@ -46,6 +46,13 @@ type rawRunner struct {
 	// ServiceAccount admission gives the kube-api-access volume and the
 	// agent the kubernetes Service's environment variables.
 	apiPod bool
+	// besideAgent: an agent runs on the same runtime (the flow section).
+	// The pods then carry every label of the agent's requests but the
+	// kubelet's pod UID, under a key of the bench's own: the agent, like
+	// the kubelet, only removes sandboxes and containers with that label
+	// (runtime.PodRefFromLabels). Labels are containerd metadata: runc and
+	// the CNI plugins get the same work.
+	besideAgent bool
 
 	mu        sync.Mutex
 	sandboxes map[string]*v1.Pod // live sandboxes made by the bench
@@ -170,7 +177,7 @@ func (r *rawRunner) sandboxConfig(pod *v1.Pod) *criv1.PodSandboxConfig {
 		Hostname:     pod.Name,
 		LogDirectory: nart.PodLogsDir(filepath.Join(r.dir, "pods-logs"), pod.Namespace, pod.Name, pod.UID),
 		DnsConfig:    r.dns,
-		Labels:       nart.SandboxLabels(pod),
+		Labels:       r.labels(nart.SandboxLabels(pod)),
 		Annotations:  nart.SandboxAnnotations(pod),
 		Linux: &criv1.LinuxPodSandboxConfig{
 			CgroupParent: cgroupRoot + "/kubepods/besteffort/pod" + string(pod.UID),
@@ -191,7 +198,7 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 		Image:       &criv1.ImageSpec{Image: imageID, UserSpecifiedImage: c.Image},
 		Command:     c.Command,
 		Envs:        r.envs(),
-		Labels:      nart.ContainerLabels(pod, c),
+		Labels:      r.labels(nart.ContainerLabels(pod, c)),
 		Annotations: nart.ContainerAnnotations(pod, c, 0),
 		LogPath:     nart.ContainerLogPath(c.Name, 0),
 		Mounts:      mounts,
@@ -207,6 +214,22 @@ func (r *rawRunner) containerConfig(pod *v1.Pod, imageID string, mounts []*criv1
 			},
 		},
 	}
+}
+
+// benchPodUIDLabel holds the pod UID of a raw pod beside an agent.
+const benchPodUIDLabel = "bench.nodeagent/pod.uid"
+
+// labels are the agent's labels, or with besideAgent their pod UID under
+// benchPodUIDLabel.
+func (r *rawRunner) labels(agents map[string]string) map[string]string {
+	if !r.besideAgent {
+		return agents
+	}
+	if uid, ok := agents[nart.LabelPodUID]; ok {
+		delete(agents, nart.LabelPodUID)
+		agents[benchPodUIDLabel] = uid
+	}
+	return agents
 }
 
 // kubernetesServiceEnv is what the agent puts into every container of an

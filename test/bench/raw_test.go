@@ -7,15 +7,22 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
+	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
 // The floor is only a floor if the runtime gets the same work from it as
 // from the agent: the parts of the requests that decide what runc and the
 // CNI plugins do must be the agent's own translation of the bench pod.
 func TestRawRequestsMatchTheAgents(t *testing.T) {
+	for _, beside := range []bool{false, true} {
+		rawMatchesAgent(t, &rawRunner{dir: t.TempDir(), besideAgent: beside})
+	}
+}
+
+func rawMatchesAgent(t *testing.T, r *rawRunner) {
+	t.Helper()
 	pod := runtimePod("match")
 	node := criconfig.Node{Name: nodeName, CgroupRoot: cgroupRoot, PodLogsDir: "/logs"}
-	r := &rawRunner{dir: t.TempDir()}
 
 	agentSb, err := criconfig.SandboxConfig(pod, node, 0)
 	if err != nil {
@@ -71,5 +78,26 @@ func TestRawAPIPodMountsTheServiceAccountVolume(t *testing.T) {
 	r.apiPod = false
 	if mounts, _ := r.prepareFiles(pod, sb); len(mounts) != 2 {
 		t.Errorf("static pod mounts %v, want /etc/hosts and the termination log", mounts)
+	}
+}
+
+// Beside an agent the raw pods are not the agent's: it removes only
+// sandboxes and containers it can tie to a pod UID.
+func TestRawPodsBesideAnAgentAreNotItsPods(t *testing.T) {
+	pod := runtimePod("beside")
+	r := &rawRunner{dir: t.TempDir(), besideAgent: true}
+	sb := r.sandboxConfig(pod)
+	c := r.containerConfig(pod, "sha256:img", nil)
+	for what, labels := range map[string]map[string]string{"sandbox": sb.GetLabels(), "container": c.GetLabels()} {
+		if ref, ok := nart.PodRefFromLabels(labels); ok {
+			t.Errorf("%s labels %v name the agent's pod %v", what, labels, ref)
+		}
+		if labels[nart.LabelPodName] != pod.Name || labels[benchPodUIDLabel] != string(pod.UID) {
+			t.Errorf("%s labels %v: want the pod name and the bench's UID label", what, labels)
+		}
+	}
+	r.besideAgent = false
+	if _, ok := nart.PodRefFromLabels(r.sandboxConfig(pod).GetLabels()); !ok {
+		t.Error("without an agent the sandbox lacks the kubelet's pod UID label")
 	}
 }
