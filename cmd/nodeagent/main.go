@@ -64,7 +64,10 @@ func versionCmd() *cobra.Command {
 
 func agentCmd() *cobra.Command {
 	cfg, fl := agentconfig.Default(), agentconfig.DefaultFlags()
-	var verbosity int
+	var (
+		verbosity int
+		component string
+	)
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: static pods from --pod-manifest-path and, with --kubeconfig, the pods the API server binds to the node",
@@ -88,7 +91,7 @@ func agentCmd() *cobra.Command {
 			if err := fl.Validate(); err != nil {
 				return err
 			}
-			log := newLogger(verbosity)
+			log := newLogger(verbosity, component)
 			for _, w := range warnings {
 				log.Warn("configuration", "warning", w)
 			}
@@ -100,13 +103,23 @@ func agentCmd() *cobra.Command {
 	cfg.AddFlags(cmd.Flags())
 	fl.AddFlags(cmd.Flags())
 	cmd.Flags().IntVarP(&verbosity, "v", "v", 0, "Log verbosity (klog-style: 4 and above logs debug messages).")
+	// `nodeagent server` runs its agent with --log-component=agent: the
+	// agent's lines on the server's stderr say whose they are.
+	cmd.Flags().StringVar(&component, "log-component", "", "The component attribute of every log line.")
+	_ = cmd.Flags().MarkHidden("log-component")
 	return cmd
 }
 
-func newLogger(v int) *slog.Logger {
+// newLogger logs to stderr at verbosity v, with component (when not
+// empty) on every line.
+func newLogger(v int, component string) *slog.Logger {
 	level := slog.LevelInfo
 	if v >= 4 {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if component != "" {
+		log = log.With("component", component)
+	}
+	return log
 }

@@ -22,7 +22,8 @@ func serverCmd() *cobra.Command {
 		Short: "Run the bundled control plane: etcd (embedded or external) and the API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Server.Logger = newLogger(verbosity)
+			cfg.Server.Logger = newLogger(verbosity, "")
+			cfg.AgentVerbosity = verbosity
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return allinone.Run(ctx, cfg)

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/nodeagent/nodeagent/pkg/agent"
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
@@ -20,8 +23,11 @@ import (
 // agent's kubeconfig.
 const nodeKubeconfigFile = "node.kubeconfig"
 
-// runLocalAgent runs this host's node agent joined to the control plane
-// with a node credential minted for it (the API server is ready).
+// runLocalAgent runs this host's node agent, joined to the control plane
+// with a node credential minted for it (the API server is ready), as a
+// child process: `nodeagent agent` lowers its own oom_score_adj to the
+// kubelet's -999, which in this process would shield the whole control
+// plane and make the kernel kill the pods first when it grows.
 func runLocalAgent(ctx context.Context, c *Config) error {
 	agentCfg, err := c.agentConfig()
 	if err != nil {
@@ -37,11 +43,64 @@ func runLocalAgent(ctx context.Context, c *Config) error {
 		return fmt.Errorf("node credential: %w", err)
 	}
 	flags := c.agentFlags(kubeconfig)
+	flags.HostnameOverride = node
 	dropUntrustedServingCert(srv.DataDir, flags.RootDir, srv.Logger)
 	if err := flags.Validate(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	return agent.Run(ctx, agent.Options{Config: agentCfg, Flags: flags, Logger: srv.Logger.With("component", "agent")})
+	bin := c.AgentBinary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("agent binary: %w", err)
+		}
+	}
+	out := c.AgentOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	ch := &child{Path: bin, Args: agentArgs(flags, agentCfg, c.AgentConfigFile, c.AgentVerbosity), Output: out,
+		Logger: srv.Logger.With("component", agentComponent), Backoff: time.Second, MaxBackoff: time.Minute,
+		StopTimeout: agentStopTimeout}
+	return ch.supervise(ctx)
+}
+
+const (
+	// agentComponent is the component attribute of the agent's logs.
+	agentComponent = "agent"
+	// agentStopTimeout bounds the agent's graceful stop (its components
+	// stop in reverse order; pods keep running).
+	agentStopTimeout = 30 * time.Second
+)
+
+// agentArgs are the arguments of `nodeagent agent` for the local agent:
+// flags, the configuration file (cfgFile, "" for the defaults) and the
+// cluster DNS the server chose for its pods (cfg's).
+func agentArgs(flags *agentconfig.Flags, cfg *agentconfig.Config, cfgFile string, verbosity int) []string {
+	args := []string{"agent", "--kubeconfig=" + flags.Kubeconfig, "--root-dir=" + flags.RootDir,
+		"--hostname-override=" + flags.HostnameOverride, "--log-component=" + agentComponent}
+	if cfgFile != "" {
+		args = append(args, "--config="+cfgFile)
+	}
+	if len(cfg.ClusterDNS) != 0 {
+		args = append(args, "--cluster-dns="+strings.Join(cfg.ClusterDNS, ","))
+		if cfg.ClusterDomain != "" {
+			args = append(args, "--cluster-domain="+cfg.ClusterDomain)
+		}
+	}
+	if flags.NetworkPlugin != "" {
+		args = append(args, "--network-plugin="+flags.NetworkPlugin, "--cni-conf-dir="+flags.CNIConfDir,
+			"--cni-bin-dir="+strings.Join(flags.CNIBinDirs, ","))
+	}
+	if flags.ServiceProxy {
+		args = append(args, "--service-proxy")
+	}
+	if flags.ClusterCIDR != "" {
+		args = append(args, "--cluster-cidr="+flags.ClusterCIDR)
+	}
+	if verbosity != 0 {
+		args = append(args, "-v="+strconv.Itoa(verbosity))
+	}
+	return args
 }
 
 // agentConfig is the local agent's KubeletConfiguration: the file's, or
@@ -83,6 +142,9 @@ func (c *Config) agentFlags(kubeconfig string) *agentconfig.Flags {
 	flags.Kubeconfig = kubeconfig
 	flags.NetworkPlugin, flags.CNIConfDir, flags.CNIBinDirs = c.Network.Plugin, c.Network.CNIConfDir, c.Network.CNIBinDirs
 	flags.ServiceProxy, flags.ClusterCIDR = c.Network.ServiceProxy, c.Server.ClusterCIDR
+	if c.AgentRootDir != "" {
+		flags.RootDir = c.AgentRootDir
+	}
 	return flags
 }
 

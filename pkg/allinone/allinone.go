@@ -2,6 +2,7 @@ package allinone
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/spf13/pflag"
@@ -21,6 +22,15 @@ type Config struct {
 	AgentConfigFile string
 	// Network is how this host's agent does networking.
 	Network Network
+	// AgentRootDir is the agent's --root-dir; empty: its default.
+	AgentRootDir string
+	// AgentBinary runs the agent (`AgentBinary agent ...`); empty: this
+	// process's executable.
+	AgentBinary string
+	// AgentVerbosity is the agent's -v.
+	AgentVerbosity int
+	// AgentOutput receives the agent's logs; nil: os.Stderr.
+	AgentOutput io.Writer
 }
 
 // Network is how this host's agent does networking (the agent's
@@ -45,12 +55,14 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Network.CNIConfDir, "cni-conf-dir", agentconfig.DefaultCNIConfDir, "This host's agent: the runtime's CNI configuration directory (with --network-plugin=kubenet).")
 	fs.StringSliceVar(&c.Network.CNIBinDirs, "cni-bin-dir", agentconfig.DefaultCNIBinDirs, "This host's agent: CNI plugin directories (with --network-plugin=kubenet).")
 	fs.BoolVar(&c.Network.ServiceProxy, "service-proxy", false, "This host's agent runs the service proxy (nftables): Service ClusterIPs and NodePorts work on this host, and pods use the cluster DNS at its service IP.")
+	fs.StringVar(&c.AgentRootDir, "agent-root-dir", agentconfig.DefaultRootDir, "This host's agent: directory of its state (the agent's --root-dir).")
 	fs.StringVar(&c.AgentConfigFile, "agent-config", "", "KubeletConfiguration file of this host's node agent (default: the agent's defaults).")
 }
 
 // Run runs the control plane and, unless c.Server.DisableAgent, this
-// host's agent once the API server is ready, until ctx ends or either
-// fails. Pods keep running after it returns.
+// host's agent (a supervised child process) once the API server is
+// ready, until ctx ends or the control plane fails, or the agent cannot
+// be started. Pods keep running after it returns.
 func Run(ctx context.Context, c Config) error {
 	if c.Server.Logger == nil {
 		c.Server.Logger = slog.Default()
