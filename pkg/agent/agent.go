@@ -68,7 +68,7 @@ func Run(ctx context.Context, o Options) error {
 	if _, err := cfg.Validate(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	lowerOOMScore(log)
+	setOOMScore(log, *cfg.OOMScoreAdj)
 	for _, d := range []string{o.Flags.RootDir, cfg.PodLogsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -368,10 +368,13 @@ func dnsSettings(cfg *agentconfig.Config) criconfig.DNS {
 	return s
 }
 
-// lowerOOMScore protects the agent from the OOM killer like the kubelet
-// (-999). Some hosts refuse negative values: that is logged, not fatal.
-func lowerOOMScore(log *slog.Logger) {
-	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-999"), 0); err != nil {
-		log.Warn("cannot lower the agent's oom_score_adj; continuing without OOM protection", "err", err)
+// setOOMScore sets the agent's oom_score_adj (oomScoreAdj: -999 by
+// default, which protects it from the OOM killer like the kubelet). It is
+// the process's: `nodeagent server` runs its agent as a child process so
+// that the control plane does not share it. Hosts without
+// CAP_SYS_RESOURCE refuse lowering it: that is logged, not fatal.
+func setOOMScore(log *slog.Logger, score int32) {
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(int(score))), 0); err != nil {
+		log.Warn("cannot set the agent's oom_score_adj; continuing without OOM protection", "oomScoreAdj", score, "err", err)
 	}
 }

@@ -25,6 +25,7 @@ const (
 	DefaultContainerLogMaxSize       = "10Mi"
 	DefaultContainerLogMaxFiles      = 5
 	DefaultMaxPods                   = 110
+	DefaultOOMScoreAdj               = -999
 	DefaultResolverConfig            = "/etc/resolv.conf"
 	DefaultPodPidsLimit              = -1
 	DefaultRegistryPullQPS           = 5
@@ -89,6 +90,7 @@ func (c *Config) SetDefaults() {
 	defaultString(&c.ContainerLogMaxSize, DefaultContainerLogMaxSize)
 	defaultPtr(&c.Port, DefaultPort)
 	defaultPtr(&c.HealthzPort, DefaultHealthzPort)
+	defaultPtr(&c.OOMScoreAdj, DefaultOOMScoreAdj)
 	defaultPtr(&c.ContainerLogMaxFiles, DefaultContainerLogMaxFiles)
 	defaultPtr(&c.ContainerLogMaxWorkers, DefaultContainerLogMaxWorkers)
 	defaultPtr(&c.RegistryPullQPS, DefaultRegistryPullQPS)

@@ -30,6 +30,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "Cluster DNS domain (config: clusterDomain).")
 	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Base resolv.conf for pod DNS; empty disables it (config: resolvConf).")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods (config: maxPods).")
+	fs.Int32Var(c.OOMScoreAdj, "oom-score-adj", *c.OOMScoreAdj, "The oom_score_adj of the agent's process, in [-1000, 1000] (config: oomScoreAdj).")
 	fs.StringSliceVar(&c.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", c.AllowedUnsafeSysctls, "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *); use these at your own risk (config: allowedUnsafeSysctls).")
 	fs.BoolVar(c.SeccompDefault, "seccomp-default", *c.SeccompDefault, "Use RuntimeDefault as the seccomp profile of containers that set none (config: seccompDefault).")
 }

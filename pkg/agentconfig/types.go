@@ -91,6 +91,9 @@ type Config struct {
 	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
 	// MaxPods is the maximum number of pods. Default: 110.
 	MaxPods int32 `json:"maxPods,omitempty"`
+	// OOMScoreAdj is the agent process's oom_score_adj, in [-1000, 1000].
+	// Default: -999 (upstream's), so that the kernel kills pods before it.
+	OOMScoreAdj *int32 `json:"oomScoreAdj,omitempty"`
 	// SerializeImagePulls pulls one image at a time. Default: true.
 	SerializeImagePulls *bool `json:"serializeImagePulls,omitempty"`
 	// ClusterDNS lists DNS server IPs given to pods. Default: none.

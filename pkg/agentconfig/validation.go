@@ -193,6 +193,9 @@ func (c *Config) validateLimits() field.ErrorList {
 	if c.MaxPods < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be greater than or equal to 0"))
 	}
+	if n := deref(c.OOMScoreAdj); n < -1000 || n > 1000 {
+		errs = append(errs, field.Invalid(field.NewPath("oomScoreAdj"), n, "must be between -1000 and 1000, inclusive"))
+	}
 	if n := deref(c.PodPidsLimit); n < -1 {
 		errs = append(errs, field.Invalid(field.NewPath("podPidsLimit"), n, "must be -1 (unlimited) or greater"))
 	}

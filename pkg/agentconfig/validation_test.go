@@ -256,3 +256,24 @@ func TestValidateAllowedUnsafeSysctls(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateOOMScoreAdj(t *testing.T) {
+	for _, n := range []int32{-1000, -999, 0, 1000} {
+		c := Default()
+		c.OOMScoreAdj = &n
+		if _, err := c.Validate(); err != nil {
+			t.Errorf("oomScoreAdj %d: %v", n, err)
+		}
+	}
+	for _, n := range []int32{-1001, 1001} {
+		c := Default()
+		c.OOMScoreAdj = &n
+		_, err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "oomScoreAdj: Invalid value: ") || !strings.Contains(err.Error(), "must be between -1000 and 1000, inclusive") {
+			t.Errorf("oomScoreAdj %d: error %v", n, err)
+		}
+	}
+	if *Default().OOMScoreAdj != -999 {
+		t.Errorf("default oomScoreAdj %d, want -999", *Default().OOMScoreAdj)
+	}
+}
