@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nodeagent/nodeagent/pkg/atomicfile"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
@@ -51,7 +52,7 @@ func ensureServiceAccountKey(dir string, log *slog.Logger) (crypto.Signer, error
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		if err := atomicfile.Write(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 			return nil, err
 		}
 		log.Info("created service account signing key", "path", keyPath)
@@ -65,19 +66,11 @@ func ensureServiceAccountKey(dir string, log *slog.Logger) (crypto.Signer, error
 	}
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	if cur, err := os.ReadFile(pubPath); err != nil || string(cur) != string(pubPEM) {
-		if err := writeFileAtomic(pubPath, pubPEM, 0o644); err != nil {
+		if err := atomicfile.Write(pubPath, pubPEM, 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return key, nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // serviceAccountLookup is what token authentication reads from the API

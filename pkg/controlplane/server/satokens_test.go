@@ -168,6 +168,11 @@ func TestEnsureServiceAccountKey(t *testing.T) {
 	if err != nil || !bytes.Contains(pub1, []byte("PUBLIC KEY")) {
 		t.Fatalf("sa.pub: %q %v", pub1, err)
 	}
+	// Written through temporary files renamed into place (atomicfile):
+	// none is left behind.
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("PKI directory holds %v, want sa.key and sa.pub only", entries)
+	}
 	// Kept across starts; sa.pub is rewritten from the key when missing.
 	if err := os.Remove(filepath.Join(dir, saPubFile)); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodeagent/nodeagent/pkg/atomicfile"
 )
 
 // Overrides are the transformers a configuration gives resources.
@@ -164,12 +166,9 @@ func EnsureFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create encryption config dir: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write encryption config: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	// Durably: a crash must not leave an empty key file, which would
+	// make every encrypted Secret unreadable.
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("write encryption config: %w", err)
 	}
 	return nil
