@@ -185,6 +185,7 @@ func (s *Server) setUpMetrics() *storage.Metrics {
 	}
 	s.requests = apimetrics.NewRequests()
 	s.requests.Register(s.cfg.Metrics)
+	s.requests.LogRefusals(s.cfg.Logger)
 	_ = crash.Register(s.cfg.Metrics) // process-wide: may be registered already
 	etcd := storage.NewMetrics()
 	etcd.Register(s.cfg.Metrics)
@@ -246,7 +247,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.openAPI.Serve(w, r) || s.serveDiscovery(w, r) || s.metricsHandler.Serve(w, r) {
 		return
 	}
-	ri, ok := request.ParseResourcePath(r.Method, r.URL.Path, r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1")
+	ri, ok := parseRequest(r)
 	if !ok {
 		responsewriters.WriteError(w, responsewriters.NotFoundPath(r.URL.Path))
 		return
@@ -260,6 +261,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Instrument(w, r, res.Namespaced, ri, func(w http.ResponseWriter) {
 		s.serveRecovered(w, r, labels, func(w http.ResponseWriter, r *http.Request) { s.serveResource(w, r, res, ri) })
 	})
+}
+
+// parseRequest is what r's path and watch parameter mean.
+func parseRequest(r *http.Request) (request.Info, bool) {
+	watch := r.URL.Query().Get("watch")
+	return request.ParseResourcePath(r.Method, r.URL.Path, watch == "true" || watch == "1")
 }
 
 // serveResource authorizes and serves a request for a known resource.

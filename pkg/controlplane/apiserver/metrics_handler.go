@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+
+	apimetrics "github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/metrics"
 )
 
 // authorizeMetrics is the /metrics endpoint's authorization (through the
@@ -25,4 +27,20 @@ func nonResourceVerb(method string) string {
 		return "get"
 	}
 	return strings.ToLower(method)
+}
+
+// RecordTooManyRequests records a request the in-flight limit refused
+// (inflight.Config.OnReject): it never reached the handler that
+// instruments the others.
+func (s *Server) RecordTooManyRequests(r *http.Request) {
+	ri, ok := parseRequest(r)
+	if !ok {
+		s.requests.Dropped(r, strings.ToLower(r.Method), apimetrics.PathLabels(r))
+		return
+	}
+	namespaced := false
+	if res := s.resources[resourceKey(ri.Group, ri.Version, ri.Resource)]; res != nil {
+		namespaced = res.Namespaced
+	}
+	s.requests.Dropped(r, ri.Verb, apimetrics.ResourceLabels(r, namespaced, ri))
 }

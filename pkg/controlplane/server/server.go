@@ -193,7 +193,9 @@ func Run(ctx context.Context, cfg Config) error {
 	health.register(mux)
 	// As upstream's handler chain: authentication, the in-flight limit,
 	// then the API (authorization first).
-	mux.Handle("/", authenticateWith(tokenAuthn, inflight.New(cfg.inflight(), api.Handler())))
+	limits := cfg.inflight()
+	limits.OnReject = api.RecordTooManyRequests
+	mux.Handle("/", authenticateWith(tokenAuthn, inflight.New(limits, api.Handler())))
 	ln, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
 		return abort(fmt.Errorf("secure port: %w", err))

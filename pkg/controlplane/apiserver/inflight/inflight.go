@@ -27,6 +27,9 @@ const systemMasters = "system:masters"
 type Config struct {
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
+	// OnReject, when set, sees each request answered 429 (upstream's
+	// RecordDroppedRequest: the metrics and the log of refusals).
+	OnReject func(r *http.Request)
 }
 
 // Kind is how the filter counts a request.
@@ -81,7 +84,7 @@ func New(cfg Config, next http.Handler) http.Handler {
 	if cfg.MaxRequestsInFlight == 0 && cfg.MaxMutatingRequestsInFlight == 0 {
 		return next
 	}
-	l := &limiter{next: next}
+	l := &limiter{next: next, onReject: cfg.OnReject}
 	if cfg.MaxRequestsInFlight > 0 {
 		l.readOnly = make(chan struct{}, cfg.MaxRequestsInFlight)
 	}
@@ -93,6 +96,7 @@ func New(cfg Config, next http.Handler) http.Handler {
 
 type limiter struct {
 	next               http.Handler
+	onReject           func(*http.Request)
 	readOnly, mutating chan struct{} // semaphores; nil: unlimited
 }
 
@@ -118,6 +122,9 @@ func (l *limiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if u, ok := request.UserFrom(r.Context()); ok && slices.Contains(u.Groups, systemMasters) {
 			l.next.ServeHTTP(w, r)
 			return
+		}
+		if l.onReject != nil {
+			l.onReject(r)
 		}
 		tooManyRequests(w)
 	}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,9 +17,11 @@ var requestDurationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0
 // (k8s.io/apiserver/pkg/endpoints/metrics) under its names, labels,
 // buckets and help texts.
 type Requests struct {
-	total    *metrics.CounterVec
-	duration *metrics.HistogramVec
-	aborts   *metrics.CounterVec
+	total        *metrics.CounterVec
+	duration     *metrics.HistogramVec
+	aborts       *metrics.CounterVec
+	terminations *metrics.CounterVec
+	refusals     *refusalLog // nil: not logged (LogRefusals)
 }
 
 // NewRequests makes the request metrics; Register adds them to a registry.
@@ -43,12 +46,18 @@ func NewRequests() *Requests {
 			Help:           "Number of requests which apiserver aborted possibly due to a timeout, for each group, version, verb, resource, subresource and scope",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"verb", "group", "version", "resource", "subresource", "scope"}),
+		terminations: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      "apiserver",
+			Name:           "request_terminations_total",
+			Help:           "Number of requests which apiserver terminated in self-defense.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component", "code"}),
 	}
 }
 
 // Register registers the metrics in r.
 func (m *Requests) Register(r metrics.KubeRegistry) {
-	r.MustRegister(m.total, m.duration, m.aborts)
+	r.MustRegister(m.total, m.duration, m.aborts, m.terminations)
 }
 
 // Abort records a request its handler aborted with http.ErrAbortHandler,
@@ -66,6 +75,17 @@ type Labels struct {
 func (m *Requests) Observe(l Labels, code int, d time.Duration) {
 	m.total.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, codeString(code)).Inc()
 	m.duration.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component).Observe(d.Seconds())
+}
+
+// Dropped records a request the in-flight limit answered 429, as
+// upstream's RecordDroppedRequest and RecordRequestTermination: in
+// apiserver_request_total and apiserver_request_terminations_total, with
+// no duration (it was not served), and in the log of refusals.
+func (m *Requests) Dropped(r *http.Request, verb string, l Labels) {
+	code := codeString(http.StatusTooManyRequests)
+	m.total.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, code).Inc()
+	m.terminations.WithLabelValues(l.Verb, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, code).Inc()
+	m.refusals.record(r, verb, http.StatusTooManyRequests)
 }
 
 // NewRegistry returns a registry holding what legacyregistry adds to

@@ -38,7 +38,11 @@ func (m *Requests) Instrument(w http.ResponseWriter, r *http.Request, namespaced
 	if _, ok := w.(http.Hijacker); ok {
 		out = hijackWriter{sw}
 	}
-	defer func() { m.Observe(ResourceLabels(r, namespaced, ri), sw.code(), time.Since(begin)) }()
+	defer func() {
+		code := sw.code()
+		m.Observe(ResourceLabels(r, namespaced, ri), code, time.Since(begin))
+		m.refusals.record(r, ri.Verb, code)
+	}()
 	serve(out)
 }
 
@@ -50,6 +54,20 @@ func ResourceLabels(r *http.Request, namespaced bool, ri request.Info) Labels {
 		Verb: metricsVerb(r, ri, scope), DryRun: cleanDryRun(r), Group: ri.Group, Version: ri.Version,
 		Resource: ri.Resource, Subresource: ri.Subresource, Scope: scope, Component: apiServerComponent,
 	}
+}
+
+// PathLabels are the labels of a request for a path that is not a
+// resource, as upstream's RecordDroppedRequest gives them: the path as
+// subresource, no scope.
+func PathLabels(r *http.Request) Labels {
+	verb := strings.ToUpper(r.Method)
+	switch {
+	case verb == http.MethodHead:
+		verb = http.MethodGet
+	case !reportedMethods[verb]:
+		verb = "other"
+	}
+	return Labels{Verb: verb, DryRun: cleanDryRun(r), Subresource: r.URL.Path, Component: apiServerComponent}
 }
 
 // metricsScope is the installer's requestScope: "resource" for a named
