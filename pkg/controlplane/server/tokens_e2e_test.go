@@ -80,7 +80,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	_, err = saClient.AuthenticationV1().TokenReviews().Create(ctx,
 		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	const refused = `tokenreviews.authentication.k8s.io is forbidden: User "` + user +
-		`" cannot create resource "tokenreviews" in API group "authentication.k8s.io"`
+		`" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope`
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), refused) {
 		t.Errorf("TokenReview by the service account: %v, want 403 %q", err, refused)
 	}

@@ -141,9 +141,11 @@ func Forbidden(a Attributes, reason string) error {
 		resource += "/" + a.Subresource
 	}
 	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", a.User.Name, a.Verb, resource, res.GVK.Group)
+	// Upstream's forbiddenMessage: "at the cluster scope" for every
+	// request without a namespace, cluster-scoped resources included.
 	if a.Namespace != "" {
 		msg += fmt.Sprintf(" in the namespace %q", a.Namespace)
-	} else if res.Namespaced {
+	} else {
 		msg += " at the cluster scope"
 	}
 	return apierrors.NewForbidden(schema.GroupResource{Group: res.GVK.Group, Resource: res.Plural}, a.Name, errors.New(withReason(msg, reason)))

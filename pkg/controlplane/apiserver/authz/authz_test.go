@@ -54,8 +54,10 @@ func TestChainFirstDecisionWins(t *testing.T) {
 }
 
 var (
-	podsResource = &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Plural: "pods", Namespaced: true}
-	nodeUser     = request.User{Name: "system:node:n1", Groups: []string{NodesGroup}}
+	podsResource         = &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Plural: "pods", Namespaced: true}
+	nodesResource        = &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, Plural: "nodes"}
+	tokenReviewsResource = &registry.Resource{GVK: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenReview"}, Plural: "tokenreviews"}
+	nodeUser             = request.User{Name: "system:node:n1", Groups: []string{NodesGroup}}
 )
 
 // TestForbiddenMessages: upstream's words, byte for byte.
@@ -72,6 +74,15 @@ func TestForbiddenMessages(t *testing.T) {
 		{Attributes{User: u, Verb: "create", Resource: podsResource, Namespace: "ns", Name: "p", Subresource: "eviction"},
 			`pods "p" is forbidden: User "jane" cannot create resource "pods/eviction" in API group "" in the namespace "ns"`},
 		{Attributes{User: u, Verb: "delete", Path: "/metrics"}, `forbidden: User "jane" cannot delete path "/metrics"`},
+		// Cluster-scoped resources are "at the cluster scope" too.
+		{Attributes{User: u, Verb: "get", Resource: nodesResource, Name: "n1"},
+			`nodes "n1" is forbidden: User "jane" cannot get resource "nodes" in API group "" at the cluster scope`},
+		{Attributes{User: u, Verb: "list", Resource: nodesResource},
+			`nodes is forbidden: User "jane" cannot list resource "nodes" in API group "" at the cluster scope`},
+		{Attributes{User: u, Verb: "get", Resource: nodesResource, Name: "n1", Subresource: "proxy"},
+			`nodes "n1" is forbidden: User "jane" cannot get resource "nodes/proxy" in API group "" at the cluster scope`},
+		{Attributes{User: u, Verb: "create", Resource: tokenReviewsResource},
+			`tokenreviews.authentication.k8s.io is forbidden: User "jane" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope`},
 	}
 	for _, tc := range cases {
 		err := Check(context.Background(), New(Data{}), tc.a)
