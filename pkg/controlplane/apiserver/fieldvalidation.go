@@ -23,14 +23,18 @@ import (
 // checkFieldValidation honours the fieldValidation query parameter of
 // create, update and patch (advertised in the OpenAPI documents): with
 // Strict, unknown or duplicate fields in a JSON body fail the request with
-// upstream's "strict decoding error: ..."; with Warn each one becomes a
-// Warning header; Ignore (or no parameter) changes nothing. The body is
-// put back for the handler.
+// upstream's "strict decoding error: ..."; with Warn, or no parameter
+// (upstream's fieldValidation default, handlers/rest.go), each one
+// becomes a Warning header; Ignore changes nothing. The body is put back
+// for the handler.
 func (h *resourceHandler) checkFieldValidation(w http.ResponseWriter, r *http.Request) error {
 	optionsKind := map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}[h.ri.Verb]
 	directive := r.URL.Query().Get("fieldValidation")
-	if optionsKind == "" || directive == "" || directive == metav1.FieldValidationIgnore {
+	if optionsKind == "" || directive == metav1.FieldValidationIgnore {
 		return nil
+	}
+	if directive == "" {
+		directive = metav1.FieldValidationWarn
 	}
 	if errs := metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), directive); len(errs) > 0 {
 		return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind(optionsKind).GroupKind(), "", errs)
