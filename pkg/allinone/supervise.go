@@ -74,8 +74,9 @@ func (c *child) runOnce(ctx context.Context) error {
 	// Pdeathsig: a server killed outright (SIGKILL, a crash) still stops
 	// its agent gracefully. It follows the thread that forked; the Go
 	// runtime ends threads only of goroutines that exit locked to them,
-	// which this one never is.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// which this one never is. Setpgid: a Ctrl-C in the terminal reaches
+	// the server only, which stops the agent after it, not before.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return &startError{fmt.Errorf("start the agent %s: %w", c.Path, err)}
 	}
