@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nodeagent/nodeagent/pkg/atomicfile"
 )
 
 // WriteAtomic replaces dir/fileName with data (mode 0644) so that a reader
@@ -26,47 +28,11 @@ func WriteAtomic(dir, fileName string, data []byte) (changed bool, err error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return false, fmt.Errorf("write %s: %w", path, err)
 	}
-	// A hidden name ending in random digits: the runtime loads only
-	// *.conf, *.conflist and *.json, so it never picks up a half-written
-	// temp file.
-	f, err := os.CreateTemp(dir, "."+fileName+".tmp-*")
-	if err != nil {
-		return false, fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return false, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return false, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return false, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return false, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return false, fmt.Errorf("write %s: %w", path, err)
-	}
-	// The rename is durable only once the directory is synced.
-	if err = syncDir(dir); err != nil {
-		return true, fmt.Errorf("write %s: %w", path, err)
+	// atomicfile's temporary file is hidden and ends in random digits:
+	// the runtime loads only *.conf, *.conflist and *.json, so it never
+	// picks up a half-written one.
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
+		return false, err
 	}
 	return true, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,7 +55,7 @@ func TestServerOOMScore(t *testing.T) {
 		"--secure-port", strconv.Itoa(ports[0]), "--etcd-client-port", strconv.Itoa(ports[1]),
 		"--etcd-peer-port", strconv.Itoa(ports[2]), "--dns-address=",
 		"--agent-config", filepath.Join(dir, "config.yaml"), "--agent-root-dir", a.RootDir)
-	logs := &lockedBuffer{}
+	logs := &framework.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -189,23 +187,4 @@ func hasCapSysResource(t *testing.T) bool {
 	}
 	t.Fatal("no CapEff in /proc/self/status")
 	return false
-}
-
-// lockedBuffer is a bytes.Buffer for a process's output read while it
-// runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

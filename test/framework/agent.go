@@ -42,7 +42,7 @@ type Agent struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *SyncBuffer
 	done chan error
 }
 
@@ -60,7 +60,7 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 		NodeName:    "e2e-node",
 		inst:        inst,
 		client:      http.DefaultClient,
-		logs:        &syncBuffer{},
+		logs:        &SyncBuffer{},
 	}
 	if inst.NetNS != "" {
 		a.client = &http.Client{Transport: &http.Transport{DialContext: inst.DialContext}}
@@ -302,18 +302,20 @@ func (a *Agent) WaitLog(s string, timeout time.Duration) error {
 	return fmt.Errorf("agent log lacks %q after %s", s, timeout)
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer a process writes its output to while a
+// test reads it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
