@@ -63,3 +63,32 @@ func validateEmptyMeta(m metav1.ObjectMeta) field.ErrorList {
 	}
 	return nil
 }
+
+// selfSubjectRulesReviews list what the requester may do in a namespace
+// (kubectl auth can-i --list).
+func (b *builder) selfSubjectRulesReviews() *Resource {
+	return &Resource{
+		GVK:      authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"),
+		Plural:   "selfsubjectrulesreviews",
+		Singular: "selfsubjectrulesreview",
+		Verbs:    createOnly,
+		Virtual:  true,
+		New:      func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} },
+		Validate: check(func(r *authorizationv1.SelfSubjectRulesReview) field.ErrorList {
+			return validateEmptyMeta(r.ObjectMeta)
+		}),
+	}
+}
+
+// selfSubjectReviews tell the requester who the server takes them for
+// (kubectl auth whoami).
+func (b *builder) selfSubjectReviews() *Resource {
+	return &Resource{
+		GVK:      authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"),
+		Plural:   "selfsubjectreviews",
+		Singular: "selfsubjectreview",
+		Verbs:    createOnly,
+		Virtual:  true,
+		New:      func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
+	}
+}

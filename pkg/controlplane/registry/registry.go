@@ -218,6 +218,8 @@ func New(cfg Config) *Registry {
 			b.certificateSigningRequests(),
 			b.eventsV1(),
 			b.tokenReviews(), b.selfSubjectAccessReviews(), b.subjectAccessReviews(),
+			b.selfSubjectRulesReviews(), b.selfSubjectReviews(),
+			b.roles(), b.clusterRoles(), b.roleBindings(), b.clusterRoleBindings(),
 		},
 		metrics: []*Resource{b.nodeMetrics(), b.podMetrics()},
 		byGVR:   map[schema.GroupVersionResource]*Resource{},

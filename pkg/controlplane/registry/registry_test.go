@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,12 @@ func TestResourcesTypes(t *testing.T) {
 		{"authentication.k8s.io", "v1", "tokenreviews", &authenticationv1.TokenReview{}, nil, "TokenReview", false},
 		{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{}, nil, "SelfSubjectAccessReview", false},
 		{"authorization.k8s.io", "v1", "subjectaccessreviews", &authorizationv1.SubjectAccessReview{}, nil, "SubjectAccessReview", false},
+		{"authorization.k8s.io", "v1", "selfsubjectrulesreviews", &authorizationv1.SelfSubjectRulesReview{}, nil, "SelfSubjectRulesReview", false},
+		{"authentication.k8s.io", "v1", "selfsubjectreviews", &authenticationv1.SelfSubjectReview{}, nil, "SelfSubjectReview", false},
+		{"rbac.authorization.k8s.io", "v1", "roles", &rbacv1.Role{}, &rbacv1.RoleList{}, "Role", true},
+		{"rbac.authorization.k8s.io", "v1", "clusterroles", &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, "ClusterRole", false},
+		{"rbac.authorization.k8s.io", "v1", "rolebindings", &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, "RoleBinding", true},
+		{"rbac.authorization.k8s.io", "v1", "clusterrolebindings", &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}, "ClusterRoleBinding", false},
 	}
 	reg := New(Config{})
 	all := reg.All()
