@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/component-base/metrics"
@@ -92,6 +93,7 @@ type Server struct {
 
 	admission   *admission.Chain
 	authorizers authz.Chain
+	escalation  authz.Escalation
 	openAPI     *openapi.Server
 	kubelet     *kubeletproxy.Client
 
@@ -126,7 +128,9 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 		purging:   map[string]bool{},
 	}
-	s.authorizers = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}})
+	s.authorizers = authz.New(authz.Data{Pods: storeReaders{s}, Claims: storeReaders{s}, RBAC: storeReaders{s}})
+	s.escalation = authz.Escalation{Authorizer: s.authorizers, Rules: s.authorizers.RBAC(),
+		Resource: func(plural string) *registry.Resource { return cfg.Registry.Get(rbacv1.GroupName, "v1", plural) }}
 	s.openAPI = openapi.New(cfg.Registry.All(), Version.GitVersion)
 	var err error
 	if s.admission, err = s.newAdmission(); err != nil {

@@ -96,6 +96,9 @@ func (h *resourceHandler) create(ctx context.Context, w http.ResponseWriter, r *
 			return h.invalid(m.GetName(), errs)
 		}
 	}
+	if err := h.s.confirmNoEscalation(ctx, m.GetNamespace(), obj, nil); err != nil {
+		return err
+	}
 	if err := h.s.admitValidating(ctx, h.attrs(admissionv1.Create, obj, nil)); err != nil {
 		return err
 	}
@@ -175,6 +178,9 @@ func (h *resourceHandler) applyUpdate(ctx context.Context, w http.ResponseWriter
 			return nil, err
 		}
 		if obj, err = h.prepareUpdate(obj, existing); err != nil {
+			return nil, err
+		}
+		if err := h.s.confirmNoEscalation(ctx, h.ri.Namespace, obj, existing); err != nil {
 			return nil, err
 		}
 		if err := h.s.admitValidating(ctx, h.attrs(admissionv1.Update, obj, existing)); err != nil {

@@ -177,7 +177,7 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 		if err := invalidReview(res, obj); err != nil {
 			return err
 		}
-		o.Status.Allowed = s.reviewAccess(r, o.Spec.ResourceAttributes)
+		o.Status = s.reviewAccess(r, &o.Spec)
 	case *authzv1.SubjectAccessReview:
 		if err := invalidReview(res, obj); err != nil {
 			return err
@@ -187,6 +187,15 @@ func (s *Server) virtualCreate(ctx context.Context, w http.ResponseWriter, r *ht
 		if err := s.reviewToken(ctx, o); err != nil {
 			return err
 		}
+	case *authzv1.SelfSubjectRulesReview:
+		if err := invalidReview(res, obj); err != nil {
+			return err
+		}
+		if err := s.reviewRules(r, o); err != nil {
+			return err
+		}
+	case *authnv1.SelfSubjectReview:
+		s.reviewSelf(r, o)
 	default:
 		return responsewriters.MethodNotSupported(groupResource(res), "create")
 	}

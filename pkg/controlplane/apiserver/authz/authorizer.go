@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,13 +70,17 @@ type Link struct {
 }
 
 // Chain asks its links in order; the first allow or deny decides, as
-// upstream's union authorizer. Errors of links without an opinion are
-// kept and returned with the final no opinion.
+// upstream's union authorizer. Errors and reasons of links without an
+// opinion are kept and returned with the final no opinion (the reasons
+// one a line, as upstream).
 type Chain []Link
 
 // Authorize asks the links in order.
 func (c Chain) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
-	var errs []error
+	var (
+		errs    []error
+		reasons []string
+	)
 	for _, l := range c {
 		d, reason, err := l.Authorize(ctx, a)
 		if err != nil {
@@ -84,8 +89,11 @@ func (c Chain) Authorize(ctx context.Context, a Attributes) (Decision, string, e
 		if d != DecisionNoOpinion {
 			return d, reason, errors.Join(errs...)
 		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
 	}
-	return DecisionNoOpinion, "", errors.Join(errs...)
+	return DecisionNoOpinion, strings.Join(reasons, "\n"), errors.Join(errs...)
 }
 
 // Names lists the links in order.
@@ -101,17 +109,34 @@ func (c Chain) Names() []string {
 type Data struct {
 	Pods   PodReader
 	Claims ClaimLister
+	// RBAC reads roles and bindings; nil leaves RBAC out of the chain.
+	RBAC RBACReader
 }
 
-// New builds the API server's chain, in order. RBAC goes after Node.
+// New builds the API server's chain, in order. RBAC goes after Node
+// (upstream's --authorization-mode=Node,RBAC).
 func New(d Data) Chain {
-	return Chain{
-		{"system:masters", AuthorizerFunc(authorizeMasters)},
-		{"system:basic-user", AuthorizerFunc(authorizeOpenReviews)},
-		{"system:auth-delegator", AuthorizerFunc(authorizeDelegators)},
-		{"system:monitoring", AuthorizerFunc(authorizeMonitoring)},
+	c := Chain{
+		{"system:masters", grantLink{authorizeMasters, rulesIf(IsMaster, clusterAdminRules)}},
+		{"system:basic-user", grantLink{authorizeOpenReviews, rulesIf(everyone, basicUserRules)}},
+		{"system:auth-delegator", grantLink{authorizeDelegators, rulesIf(isDelegator, delegatorRules)}},
+		{"system:monitoring", grantLink{authorizeMonitoring, rulesIf(isMonitor, monitoringRules)}},
 		{"Node", &NodeAuthorizer{Pods: d.Pods, Claims: d.Claims}},
 	}
+	if d.RBAC != nil {
+		c = append(c, Link{"RBAC", &RBACAuthorizer{Reader: d.RBAC}})
+	}
+	return c
+}
+
+// RBAC returns the chain's RBAC link, nil without one.
+func (c Chain) RBAC() *RBACAuthorizer {
+	for _, l := range c {
+		if z, ok := l.Authorizer.(*RBACAuthorizer); ok {
+			return z
+		}
+	}
+	return nil
 }
 
 // Check authorizes a request and turns anything but an allow into the

@@ -5,32 +5,46 @@ import (
 	"iter"
 
 	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/request"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
 // Review answers "may u do this?" (a SelfSubjectAccessReview's or
-// SubjectAccessReview's resource attributes) with the authorizer that
-// guards the requests themselves, as if u had sent the request: the
-// attributes name a served resource (any version for "" or "*"), and
-// fieldSelector is the request's (a node's list and watch of pods).
-// Non-resource reviews are allowed for the admin only, for now.
-func Review(ctx context.Context, z Authorizer, served iter.Seq[*registry.Resource], u request.User, attrs *authzv1.ResourceAttributes, fieldSelector string) bool {
-	if IsMaster(u) {
-		return true
+// SubjectAccessReview's attributes) with the authorizer that guards the
+// requests themselves, as if u had sent the request, with upstream's
+// status: allowed, denied, the authorizer's reason and evaluation error.
+// Resource attributes name a served resource (any version for "" or
+// "*"); one not served is matched by its group and name alone, as RBAC
+// rules match it upstream. fieldSelector is the request's (a node's
+// list and watch of pods).
+func Review(ctx context.Context, z Authorizer, served iter.Seq[*registry.Resource], u request.User, attrs *authzv1.ResourceAttributes, nonResource *authzv1.NonResourceAttributes, fieldSelector string) authzv1.SubjectAccessReviewStatus {
+	var a Attributes
+	switch {
+	case attrs != nil:
+		a = Attributes{User: u, Verb: attrs.Verb, Resource: reviewedResource(served, attrs), Namespace: attrs.Namespace,
+			Name: attrs.Name, Subresource: attrs.Subresource, FieldSelector: fieldSelector}
+	case nonResource != nil:
+		a = Attributes{User: u, Verb: nonResource.Verb, Path: nonResource.Path}
+	default:
+		return authzv1.SubjectAccessReviewStatus{}
 	}
-	if attrs == nil {
-		return false // non-resource URLs: only the admin, for now
+	d, reason, err := z.Authorize(ctx, a)
+	st := authzv1.SubjectAccessReviewStatus{Allowed: d == DecisionAllow, Denied: d == DecisionDeny, Reason: reason}
+	if err != nil {
+		st.EvaluationError = err.Error()
 	}
+	return st
+}
+
+func reviewedResource(served iter.Seq[*registry.Resource], attrs *authzv1.ResourceAttributes) *registry.Resource {
 	for res := range served {
-		if res.GVK.Group != attrs.Group || res.Plural != attrs.Resource || (attrs.Version != "" && attrs.Version != "*" && res.GVK.Version != attrs.Version) {
-			continue
+		if res.GVK.Group == attrs.Group && res.Plural == attrs.Resource && (attrs.Version == "" || attrs.Version == "*" || res.GVK.Version == attrs.Version) {
+			return res
 		}
-		return Check(ctx, z, Attributes{User: u, Verb: attrs.Verb, Resource: res, Namespace: attrs.Namespace,
-			Name: attrs.Name, Subresource: attrs.Subresource, FieldSelector: fieldSelector}) == nil
 	}
-	return false
+	return &registry.Resource{GVK: schema.GroupVersionKind{Group: attrs.Group, Version: attrs.Version}, Plural: attrs.Resource, Namespaced: attrs.Namespace != ""}
 }
 
 // ReviewSubject answers a SubjectAccessReview: may the user the spec
@@ -45,5 +59,5 @@ func ReviewSubject(ctx context.Context, z Authorizer, served iter.Seq[*registry.
 	if a := spec.ResourceAttributes; a != nil && a.FieldSelector != nil {
 		fieldSelector = a.FieldSelector.RawSelector
 	}
-	return authzv1.SubjectAccessReviewStatus{Allowed: Review(ctx, z, served, u, spec.ResourceAttributes, fieldSelector)}
+	return Review(ctx, z, served, u, spec.ResourceAttributes, spec.NonResourceAttributes, fieldSelector)
 }
