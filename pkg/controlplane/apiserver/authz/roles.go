@@ -2,9 +2,10 @@ package authz
 
 import "context"
 
-// The links that stand for upstream's default cluster roles until RBAC
-// serves them: each allows what its role binding grants and has no
-// opinion on anything else.
+// The links that stand for upstream's default cluster roles and their
+// bindings, ahead of RBAC: each allows what its role binding grants and
+// has no opinion on anything else. Their rules (rules.go) are what a
+// SelfSubjectRulesReview lists for them.
 
 // authorizeMasters: system:masters may do anything (cluster-admin).
 func authorizeMasters(_ context.Context, a Attributes) (Decision, string, error) {
@@ -44,8 +45,8 @@ var delegatedReviews = map[string]bool{
 // delegatedReviews: its system:kube-controller-manager and
 // system:kube-scheduler roles carry the rules (system:auth-delegator
 // itself is bound to nobody by default). Masters may anyway, nodes by
-// the node authorizer; service accounts need an RBAC binding upstream,
-// which nodeagent does not serve yet, so they are refused.
+// the node authorizer; anyone else (service accounts) needs an RBAC
+// binding, as upstream.
 var delegators = map[string]bool{"system:kube-controller-manager": true, "system:kube-scheduler": true}
 
 // authorizeDelegators allows delegatedReviews to delegators.
