@@ -126,7 +126,12 @@ func (r storeReaders) ListStorageClasses(ctx context.Context) ([]*storagev1.Stor
 // listAll lists a namespace's objects (every namespace's for "") with a
 // consistent read, as their type.
 func listAll[T runtime.Object](ctx context.Context, st *storage.Store, ns string) ([]T, error) {
-	list, err := st.List(ctx, ns, storage.ListOptions{})
+	return listAs[T](ctx, st, ns, storage.ListOptions{})
+}
+
+// listAs lists with opts, as their type.
+func listAs[T runtime.Object](ctx context.Context, st *storage.Store, ns string, opts storage.ListOptions) ([]T, error) {
+	list, err := st.List(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}

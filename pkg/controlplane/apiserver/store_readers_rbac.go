@@ -67,13 +67,5 @@ func (r storeReaders) cached(ctx context.Context, plural, singular, ns, name str
 
 // listCached lists a namespace's objects ("": all) from the watch cache.
 func listCached[T runtime.Object](ctx context.Context, st *storage.Store, ns string) ([]T, error) {
-	list, err := st.List(ctx, ns, storage.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(list.Items))
-	for _, obj := range list.Items {
-		out = append(out, obj.(T))
-	}
-	return out, nil
+	return listAs[T](ctx, st, ns, storage.ListOptions{ResourceVersion: "0"})
 }
