@@ -29,10 +29,11 @@ const minGracePeriod = 2
 
 // execute runs a plan against the runtime, in the kubelet's SyncPod order:
 // 1 kill the pod if needed, 2 kill changed containers, 3 create the
-// sandbox, 4 start the next init container, or 5 the app containers.
+// sandbox, 4 start the next init container, or 5 the app containers. The
+// pod's volumes are set up before (podVolumes): mounts is where they are.
 // Container failures are recorded as waiting reasons and events; an error
 // that stops the plan is returned, and the next sync retries.
-func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan, pullSecrets []v1.Secret) error {
+func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan, pullSecrets []v1.Secret, mounts map[string]volume.Mounted) error {
 	grace := gracePeriod(pod)
 	if plan.KillPod {
 		if err := w.killPod(ctx, pod, st, grace); err != nil {
@@ -82,12 +83,7 @@ func (w *worker) execute(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus
 		}
 	}
 	podIPs = criconfig.PodIPs(pod, w.d.node.IP, podIPs)
-	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, pullSecrets: pullSecrets, restartFrom: plan.RestartFrom}
-	if startsAny(plan) {
-		if target.volumes, err = w.setUpVolumes(w.traceVolumes(ctx, pod), pod, podIPs); err != nil {
-			return err // containers wait for their volumes (ContainerCreating)
-		}
-	}
+	target := startTarget{sandboxID: sandboxID, sandbox: sbCfg, podIPs: podIPs, status: st, volumes: mounts, pullSecrets: pullSecrets, restartFrom: plan.RestartFrom}
 	w.startEphemeral(ctx, pod, plan.EphemeralToStart, target)
 	if plan.InitToStart >= 0 {
 		w.startContainer(ctx, pod, &pod.Spec.InitContainers[plan.InitToStart], target)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent/nodeagent/pkg/podutil"
+	"github.com/nodeagent/nodeagent/pkg/podworker/criconfig"
+	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/volume"
 )
 
@@ -18,6 +20,35 @@ type VolumeManager interface {
 	SetUpPod(ctx context.Context, pod *v1.Pod, podIPs []string) (map[string]volume.Mounted, error)
 	TearDownPod(uid types.UID) error
 	CleanupOrphans(keep map[types.UID]bool) error
+}
+
+// podVolumes sets up the pod's volumes before a plan that creates its
+// sandbox or starts a container runs, as the kubelet's SyncPod waits for
+// them (WaitForAttachAndMount) before the runtime acts: volume set-up
+// (config map and secret reads, token requests) then precedes the
+// sandbox instead of following it, and a failing mount keeps the pod
+// without a sandbox. Nil for a plan that starts nothing.
+func (w *worker) podVolumes(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, plan Plan) (map[string]volume.Mounted, error) {
+	if !mountsVolumes(plan) {
+		return nil, nil
+	}
+	return w.setUpVolumes(w.traceVolumes(ctx, pod), pod, volumePodIPs(pod, w.d.node.IP, st, plan))
+}
+
+// mountsVolumes: the plan makes the sandbox or starts a container, which
+// wait for the pod's volumes.
+func mountsVolumes(p Plan) bool { return p.CreateSandbox || startsAny(p) }
+
+// volumePodIPs are the pod IPs the downward API files see: the running
+// sandbox's, none yet for a sandbox still to be made (API validation
+// keeps status.podIP out of volumes; only env reads it, once the sandbox
+// is there), the node's for a hostNetwork pod.
+func volumePodIPs(pod *v1.Pod, nodeIP string, st *runtime.PodStatus, plan Plan) []string {
+	var ips []string
+	if sb := st.ActiveSandbox(); sb != nil && !plan.CreateSandbox {
+		ips = sb.IPs
+	}
+	return criconfig.PodIPs(pod, nodeIP, ips)
 }
 
 // setUpVolumes sets the pod's volumes up (again: data volumes refresh) and

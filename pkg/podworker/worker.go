@@ -300,7 +300,15 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			break
 		}
 		w.log.Info("sync", "plan", plan.String())
-		execErr = errors.Join(execErr, w.execute(ctx, allocated, st, plan, pullSecrets))
+		// As the kubelet's SyncPod (WaitForAttachAndMount before the
+		// runtime's SyncPod): the volumes first, and neither sandbox nor
+		// container while one fails.
+		mounts, volErr := w.podVolumes(ctx, pod, st, plan)
+		if volErr != nil {
+			execErr = errors.Join(execErr, volErr) // containers wait for their volumes (ContainerCreating)
+			break
+		}
+		execErr = errors.Join(execErr, w.execute(ctx, allocated, st, plan, pullSecrets, mounts))
 		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod

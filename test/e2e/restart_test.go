@@ -59,6 +59,11 @@ func TestAgentRestartLeavesContainersUntouched(t *testing.T) {
 			t.Errorf("container %s restartCount %d after agent restart", name, cs.RestartCount)
 		}
 	}
+	// The relist at start finds the running pod's sandbox before its
+	// worker's first sync: no second sandbox.
+	if n := sandboxCount(t, string(before.UID)); n != 1 {
+		t.Errorf("%d sandboxes after the agent restart, want the one it had", n)
+	}
 	if after.UID != before.UID || after.Status.PodIP != before.Status.PodIP {
 		t.Errorf("pod identity changed: %s/%s -> %s/%s", before.UID, before.Status.PodIP, after.UID, after.Status.PodIP)
 	}

@@ -96,8 +96,8 @@ spec:
 	}
 }
 
-// A hostPath whose type check fails keeps the pod's containers from
-// starting, with the kubelet's FailedMount message.
+// A hostPath whose type check fails keeps the pod from starting (no
+// sandbox), with the kubelet's FailedMount message.
 func TestHostPathTypeCheckFails(t *testing.T) {
 	a := newAgent(t)
 	missing := filepath.Join(t.TempDir(), "absent")
@@ -118,11 +118,17 @@ spec:
 	if err := a.WaitLog(`FailedMount message="MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: `+missing+` is not a directory"`, podTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.WaitPod("badhost", podTimeout, func(p *v1.Pod) bool {
+	p, err := a.WaitPod("badhost", podTimeout, func(p *v1.Pod) bool {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ContainerCreating"
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// As the kubelet's SyncPod waits for the volumes before the runtime
+	// acts: no sandbox while the mount fails.
+	if n := sandboxCount(t, string(p.UID)); n != 0 {
+		t.Errorf("%d sandboxes for a pod whose volume fails, want none", n)
 	}
 }
 
