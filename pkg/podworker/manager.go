@@ -175,6 +175,11 @@ type Manager struct {
 	// features are the runtime's (CRI Status): admission's
 	// supplementalGroupsPolicy check and the workers' user namespaces.
 	features *featureCache
+	// runtimeUIDs are the pods that may have sandboxes or containers in
+	// the runtime: what the relist at start and housekeeping found, what
+	// the PLEG reported, and every pod given a worker. Nil until a relist
+	// succeeded.
+	runtimeUIDs map[types.UID]bool
 }
 
 // New checks the configuration and builds a manager.
@@ -274,6 +279,7 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 	m.probes = probe.NewManager(ctx, probe.Config{Exec: execer(m.cfg.Runtime), Events: m.cfg.Events, OnChange: m.wakeWorker, Logger: m.cfg.Logger, Metrics: m.cfg.ProbeMetrics})
 	defer m.probes.Close() // after the workers
 	defer m.wg.Wait()
+	m.relistAtStart(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -284,6 +290,7 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 				m.housekeeping(ctx)
 			}
 		case uid := <-events:
+			m.noteRuntimeUID(uid)
 			m.wakeWorker(uid)
 		case <-house.C:
 			m.housekeeping(ctx)
@@ -409,6 +416,10 @@ func needsAdmission(pod *v1.Pod) bool {
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *worker {
 	w := newWorker(m.workerDeps(), pod)
 	w.orphan = orphan
+	w.fresh = !orphan && neverInRuntime(m.runtimeUIDs, pod.UID)
+	if m.runtimeUIDs != nil {
+		m.runtimeUIDs[pod.UID] = true // from now on it may have runtime objects
+	}
 	m.workers[pod.UID] = w
 	m.wg.Add(1)
 	go func() {
@@ -460,6 +471,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.runtimeUIDs = runtimeUIDs(refs, m.workers)
 	if !m.seeded || (m.cfg.SourcesReady != nil && !m.cfg.SourcesReady()) {
 		return
 	}
@@ -474,6 +486,51 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		orphan.UID, orphan.Name, orphan.Namespace = uid, ref.Name, ref.Namespace
 		m.startWorkerLocked(ctx, orphan, true).terminate()
 	}
+}
+
+// relistAtStart lists the runtime's pods before any worker starts, as the
+// kubelet's first syncs wait for its PLEG's first relist (the pod cache's
+// GetNewerThan): a pod found there is read from the runtime on its first
+// sync (it ran before the agent restarted), any other starts from an
+// empty status. When the list fails every first sync reads the runtime.
+func (m *Manager) relistAtStart(ctx context.Context) {
+	refs, err := runtime.ListPodRefs(ctx, m.cfg.Runtime)
+	if err != nil {
+		m.log.Warn("list runtime pods at start; each pod's first sync reads the runtime", "err", err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runtimeUIDs = runtimeUIDs(refs, m.workers)
+}
+
+// noteRuntimeUID records a pod the PLEG saw in the runtime.
+func (m *Manager) noteRuntimeUID(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runtimeUIDs != nil {
+		m.runtimeUIDs[uid] = true
+	}
+}
+
+// runtimeUIDs are the pods that may have runtime objects: those listed,
+// and those with a worker (which may be making them right now). A pod
+// whose worker ended had its objects removed, so it drops out.
+func runtimeUIDs(listed map[types.UID]runtime.PodRef, workers map[types.UID]*worker) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(listed)+len(workers))
+	for uid := range listed {
+		out[uid] = true
+	}
+	for uid := range workers {
+		out[uid] = true
+	}
+	return out
+}
+
+// neverInRuntime: the runtime holds nothing of the pod, as far as a
+// successful relist and the workers since tell (known nil: unknown).
+func neverInRuntime(known map[types.UID]bool, uid types.UID) bool {
+	return known != nil && !known[uid]
 }
 
 // Pods returns the desired pods with their latest status, sorted by

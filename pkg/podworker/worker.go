@@ -58,6 +58,9 @@ type worker struct {
 	stopped   chan struct{}
 	apiStatus bool // status is the API's, kept while nothing of the pod runs
 	orphan    bool // known from the runtime only: no spec
+	// fresh: the runtime held nothing of the pod when its worker started
+	// (neverInRuntime), so its first sync need not ask.
+	fresh     bool
 	startTime time.Time
 	synced    chan struct{} // closed after the first sync
 
@@ -250,7 +253,7 @@ func (w *worker) syncCancellable(ctx context.Context, pod *v1.Pod) time.Duration
 func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 	defer w.markSynced()
 	ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
+	st, err := w.runtimeStatus(ctx, ref)
 	if err != nil {
 		w.log.Error("read pod status from runtime", "err", err)
 		return w.d.retryPeriod
@@ -331,6 +334,21 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		return retry
 	}
 	return w.nextSync(pod, st)
+}
+
+// runtimeStatus reads the pod's runtime state, except on the first sync
+// of a fresh pod: that one is empty at once, as the kubelet's pod cache
+// answers for a pod its PLEG never saw, which spares a new pod's start
+// the runtime's list calls.
+func (w *worker) runtimeStatus(ctx context.Context, ref runtime.PodRef) (*runtime.PodStatus, error) {
+	w.mu.Lock()
+	fresh := w.fresh
+	w.fresh = false
+	w.mu.Unlock()
+	if fresh {
+		return &runtime.PodStatus{Ref: ref}, nil
+	}
+	return runtime.GetPodStatus(ctx, w.d.runtime, ref)
 }
 
 func (w *worker) markSynced() {
