@@ -4,8 +4,13 @@
 //
 // Each sync reads the runtime's view of the pod, asks the pure planner
 // ComputePodActions what to do (create the sandbox, start or kill
-// containers, wait out a back-off), runs that plan against the CRI, and
+// containers, wait out a back-off), sets the pod's volumes up when the
+// plan makes the sandbox or starts a container (before the runtime acts,
+// as the kubelet's SyncPod), runs that plan against the CRI, and
 // regenerates the pod's API status from what the runtime then reports.
+// The first sync of a pod the runtime never held (the manager lists the
+// runtime's pods before it starts any worker) starts from an empty view
+// without asking, as the kubelet's pod cache answers for it.
 // The planner and the status generator take everything as arguments, so
 // both are unit-tested with tables; the executor is tested end to end.
 // What the CRI is asked for (sandbox and container configs) is
