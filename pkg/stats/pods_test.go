@@ -190,3 +190,25 @@ func count(calls []string, name string) int {
 	}
 	return n
 }
+
+// As the kubelet's CRI stats provider, a scrape asks the runtime for all
+// its containers' usage in one ListContainerStats (and one
+// ListPodSandboxStats), never once per container: mid-burst, per-container
+// calls are what cost the runtime seconds.
+func TestOneStatsCallPerScrape(t *testing.T) {
+	rt := fakeCRI()
+	rt.SetFakePodSandboxStats(nil)
+	p := newTestProvider(t, rt)
+	const scrapes = 3
+	for range scrapes {
+		if _, err := p.CPUAndMemory(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := rt.GetCalls()
+	for name, want := range map[string]int{"ListContainerStats": scrapes, "ListPodSandboxStats": scrapes, "ContainerStats": 0, "PodSandboxStats": 0, "ContainerStatus": 0} {
+		if n := count(calls, name); n != want {
+			t.Errorf("%s called %d times in %d scrapes, want %d (calls %v)", name, n, scrapes, want, calls)
+		}
+	}
+}
