@@ -99,6 +99,9 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.PodPidsLimit, DefaultPodPidsLimit)
 	defaultPtr(&c.ResolverConfig, DefaultResolverConfig)
 	defaultPtr(&c.CgroupsPerQOS, true)
+	if c.EnforceNodeAllocatable == nil { // an explicit [] stays empty, as upstream's
+		c.EnforceNodeAllocatable = []string{EnforcePods}
+	}
 	defaultPtr(&c.SerializeImagePulls, true)
 	defaultPtr(&c.EnableServer, true)
 	defaultPtr(&c.SeccompDefault, false)

@@ -137,6 +137,17 @@ type Config struct {
 	// quantities) are held back from the node's allocatable. Default: none.
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
+	// EnforceNodeAllocatable lists what the agent limits with cgroups:
+	// "pods" (the kubepods cgroup gets capacity minus the reservations),
+	// "system-reserved" / "kube-reserved" (SystemReservedCgroup /
+	// KubeReservedCgroup get their reservation), their "-compressible"
+	// forms (cpu only), or "none" alone. Default: ["pods"].
+	EnforceNodeAllocatable []string `json:"enforceNodeAllocatable,omitempty"`
+	// SystemReservedCgroup and KubeReservedCgroup are existing cgroups
+	// (absolute cgroupfs names) the reservations are enforced on.
+	// Default: "".
+	SystemReservedCgroup string `json:"systemReservedCgroup,omitempty"`
+	KubeReservedCgroup   string `json:"kubeReservedCgroup,omitempty"`
 	// AllowedUnsafeSysctls are the sysctls, or prefixes ending in '*'
 	// ("net.core.*"), pods may set beyond the safe set; each must be
 	// known to be namespaced (net.*, kernel.shm*, kernel.msg*, kernel.sem,

@@ -31,6 +31,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateDNS()...)
 	errs = append(errs, c.validateNode()...)
+	errs = append(errs, c.validateEnforcement()...)
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateSysctls()...)
 	errs = append(errs, c.validateUserNamespaces()...)
@@ -300,6 +301,75 @@ func (c *Config) validateNode() field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// The enforceNodeAllocatable keys (the kubelet's kubetypes constants).
+const (
+	EnforcePods                     = "pods"
+	EnforceSystemReserved           = "system-reserved"
+	EnforceSystemReservedCompressed = "system-reserved-compressible"
+	EnforceKubeReserved             = "kube-reserved"
+	EnforceKubeReservedCompressed   = "kube-reserved-compressible"
+	EnforceNone                     = "none"
+)
+
+// validateEnforcement checks enforceNodeAllocatable with the kubelet's
+// rules and wording (its validation.go, after the "invalid
+// configuration: " prefix).
+func (c *Config) validateEnforcement() field.ErrorList {
+	p := field.NewPath("enforceNodeAllocatable")
+	var errs field.ErrorList
+	has := func(k string) bool { return slices.Contains(c.EnforceNodeAllocatable, k) }
+	for _, pair := range [][2]string{{EnforceSystemReserved, EnforceSystemReservedCompressed}, {EnforceKubeReserved, EnforceKubeReservedCompressed}} {
+		if has(pair[0]) && has(pair[1]) {
+			errs = append(errs, field.Invalid(p, c.EnforceNodeAllocatable,
+				fmt.Sprintf("both %q and %q cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)", pair[0], pair[1])))
+		}
+	}
+	seen := map[string]bool{}
+	for i, val := range c.EnforceNodeAllocatable {
+		if seen[val] {
+			errs = append(errs, field.Invalid(p.Index(i), val, fmt.Sprintf("duplicated enforcements %q in enforceNodeAllocatable (--enforce-node-allocatable)", val)))
+			continue
+		}
+		seen[val] = true
+		msg, check := c.enforcementError(val)
+		if msg != "" {
+			errs = append(errs, field.Invalid(p.Index(i), val, msg))
+		}
+		if check && !deref(c.CgroupsPerQOS) {
+			errs = append(errs, field.Invalid(p.Index(i), val,
+				fmt.Sprintf("cgroupsPerQOS (--cgroups-per-qos) must be set to true when %q contained in enforceNodeAllocatable (--enforce-node-allocatable)", val)))
+		}
+	}
+	return errs
+}
+
+// enforcementError is what is wrong with one enforceNodeAllocatable key,
+// and whether it needs cgroupsPerQOS.
+func (c *Config) enforcementError(val string) (string, bool) {
+	switch val {
+	case EnforcePods:
+	case EnforceSystemReserved, EnforceSystemReservedCompressed:
+		if c.SystemReservedCgroup == "" {
+			return fmt.Sprintf("systemReservedCgroup (--system-reserved-cgroup) must be specified when %q or %q included in enforceNodeAllocatable (--enforce-node-allocatable)",
+				EnforceSystemReserved, EnforceSystemReservedCompressed), true
+		}
+	case EnforceKubeReserved, EnforceKubeReservedCompressed:
+		if c.KubeReservedCgroup == "" {
+			return fmt.Sprintf("kubeReservedCgroup (--kube-reserved-cgroup) must be specified when %q or %q included in enforceNodeAllocatable (--enforce-node-allocatable)",
+				EnforceKubeReserved, EnforceKubeReservedCompressed), true
+		}
+	case EnforceNone:
+		if len(c.EnforceNodeAllocatable) > 1 {
+			return fmt.Sprintf("enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when %q is specified", EnforceNone), false
+		}
+		return "", false
+	default:
+		return fmt.Sprintf("option %q specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are %q, %q, %q, %q, %q or %q",
+			val, EnforcePods, EnforceSystemReserved, EnforceSystemReservedCompressed, EnforceKubeReserved, EnforceKubeReservedCompressed, EnforceNone), false
+	}
+	return "", true
 }
 
 // validateSysctls checks allowedUnsafeSysctls as the kubelet's allowlist

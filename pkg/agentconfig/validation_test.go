@@ -2,6 +2,7 @@ package agentconfig
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +276,64 @@ func TestValidateOOMScoreAdj(t *testing.T) {
 	}
 	if *Default().OOMScoreAdj != -999 {
 		t.Errorf("default oomScoreAdj %d, want -999", *Default().OOMScoreAdj)
+	}
+}
+
+// enforceNodeAllocatable is checked with the kubelet's rules and words.
+func TestValidateEnforceNodeAllocatable(t *testing.T) {
+	if got := Default().EnforceNodeAllocatable; !slices.Equal(got, []string{"pods"}) {
+		t.Errorf("default enforceNodeAllocatable %q, want [pods]", got)
+	}
+	cases := []struct {
+		name    string
+		enforce []string
+		mutate  func(*Config)
+		want    []string // substrings of the error; none: valid
+	}{
+		{name: "pods", enforce: []string{"pods"}},
+		{name: "empty", enforce: []string{}},
+		{name: "none", enforce: []string{"none"}},
+		{name: "reserved with cgroups", enforce: []string{"pods", "system-reserved", "kube-reserved-compressible"},
+			mutate: func(c *Config) { c.SystemReservedCgroup, c.KubeReservedCgroup = "/system", "/kube" }},
+		{name: "system-reserved without its cgroup", enforce: []string{"pods", "system-reserved"},
+			want: []string{`enforceNodeAllocatable[1]: Invalid value: "system-reserved": systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" or "system-reserved-compressible" included in enforceNodeAllocatable (--enforce-node-allocatable)`}},
+		{name: "kube-reserved-compressible without its cgroup", enforce: []string{"kube-reserved-compressible"},
+			want: []string{`kubeReservedCgroup (--kube-reserved-cgroup) must be specified when "kube-reserved" or "kube-reserved-compressible" included`}},
+		{name: "none with more", enforce: []string{"none", "pods"},
+			want: []string{`may not contain additional enforcements when "none" is specified`}},
+		{name: "unknown", enforce: []string{"memory"},
+			want: []string{`option "memory" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", "system-reserved", "system-reserved-compressible", "kube-reserved", "kube-reserved-compressible" or "none"`}},
+		{name: "duplicate", enforce: []string{"pods", "pods"},
+			want: []string{`duplicated enforcements "pods" in enforceNodeAllocatable (--enforce-node-allocatable)`}},
+		{name: "both forms", enforce: []string{"system-reserved", "system-reserved-compressible"},
+			mutate: func(c *Config) { c.SystemReservedCgroup = "/system" },
+			want:   []string{`both "system-reserved" and "system-reserved-compressible" cannot be specified together`}},
+		{name: "without cgroupsPerQOS", enforce: []string{"pods"},
+			mutate: func(c *Config) { off := false; c.CgroupsPerQOS = &off },
+			want:   []string{`cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable)`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.EnforceNodeAllocatable = tc.enforce
+			if tc.mutate != nil {
+				tc.mutate(c)
+			}
+			_, err := c.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted %q", tc.enforce)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
 	}
 }
