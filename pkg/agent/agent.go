@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
@@ -152,6 +153,13 @@ func Run(ctx context.Context, o Options) error {
 		wcfg.Node = api.Watch.Node // admission sees the labels and taints set through the API
 		wcfg.Services = api.Services
 		wcfg.RuntimeClasses = api.Runtimes
+	}
+	var recorder record.EventRecorder
+	if api != nil {
+		recorder = api.Events()
+	}
+	if err := setUpNodeCgroups(ctx, cfg, nodeName, "/sys/fs/cgroup", recorder, log.With("component", "node-cgroups")); err != nil {
+		return err
 	}
 	mgr, err := podworker.New(wcfg)
 	if err != nil {

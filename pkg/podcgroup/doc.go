@@ -12,8 +12,17 @@
 // the two together for the pod workers: Ensure creates or updates a pod's
 // cgroup, Forget drops what it remembers once the cgroup is removed.
 //
-// The QoS-level cgroups (kubepods, burstable, besteffort) are created on
-// the way, without limits of their own: their sizing (node allocatable,
-// the burstable/besteffort shares) belongs to a QoS container manager,
-// which would write through the same FS.
+// The node-level cgroups are the kubelet's container manager's
+// (pkg/kubelet/cm): PlanNode sizes kubepods from the node allocatable
+// (capacity, with the internal pid and huge page resources, minus
+// systemReserved and kubeReserved; never minus the eviction threshold)
+// when enforceNodeAllocatable has "pods", else from the capacity, and
+// limits the systemReservedCgroup / kubeReservedCgroup to their
+// reservations when enforced; FS.ApplyNode writes that at agent start.
+// PlanQOS is the QoS manager's update: besteffort gets 2 cpu shares,
+// burstable the summed cpu requests of the Burstable pods, both unbounded
+// huge pages. A Manager given Options.QOS rewrites the tiers whenever a
+// pod cgroup comes, changes its cpu request or goes, and every QOSPeriod
+// while pods sync. MemoryQoS (memory.min) and QOSReserved are not here:
+// both are off by default upstream, and the agent has no feature gates.
 package podcgroup

@@ -2,26 +2,42 @@ package podcgroup
 
 import (
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
 
 // Manager creates the pod cgroups of one node and remembers what it
 // wrote, so that a sync writes only when the limits change or the cgroup
-// is gone.
+// is gone. With QOS set it is also the kubelet's QoS container manager:
+// the pods it holds cgroups for are the active pods whose requests size
+// the Burstable tier, rewritten when one comes, changes or goes, and at
+// least every QOSPeriod while pods sync.
 type Manager struct {
 	fs   FS
 	opts Options
 
 	mu      sync.Mutex
 	applied map[string]ResourceConfig // by cgroup name
+	// requests are the Burstable cpu requests (milli) of the pods held,
+	// 0 for the other classes, by cgroup name.
+	requests map[string]int64
+	qosAt    time.Time  // the last QoS write
+	qosMu    sync.Mutex // one QoS write at a time
 }
 
 // NewManager manages pod cgroups under the cgroupfs mount root.
 func NewManager(root string, opts Options) *Manager {
-	return &Manager{fs: FS{Root: root}, opts: opts, applied: map[string]ResourceConfig{}}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Manager{fs: FS{Root: root}, opts: opts, applied: map[string]ResourceConfig{}, requests: map[string]int64{}}
 }
 
 // Ensure makes cgroup name (the pod's cgroup parent, as the sandbox
@@ -30,12 +46,21 @@ func NewManager(root string, opts Options) *Manager {
 // from the ones this manager wrote. A cgroup found existing with nothing
 // known about it (the agent restarted) is left as it is, as the kubelet
 // leaves it: rewriting a running pod's memory limit can fail (EBUSY) and
-// would then hold its sync up.
+// would then hold its sync up. A new pod, or a change of its cpu request,
+// updates the QoS tiers first, as the kubelet does before it creates a
+// pod cgroup.
 func (m *Manager) Ensure(name string, pod *v1.Pod) error {
 	rc := ForPod(pod, m.opts)
 	m.mu.Lock()
 	last, known := m.applied[name]
+	request := burstableCPURequest(pod)
+	prev, held := m.requests[name]
+	m.requests[name] = request
+	qosDue := !held || prev != request || !m.opts.Now().Before(m.qosAt.Add(QOSPeriod))
 	m.mu.Unlock()
+	if qosDue {
+		m.updateQOS()
+	}
 	if m.fs.Exists(name) && (!known || reflect.DeepEqual(last, rc)) {
 		m.remember(name, rc)
 		return nil
@@ -53,9 +78,36 @@ func (m *Manager) remember(name string, rc ResourceConfig) {
 	m.mu.Unlock()
 }
 
-// Forget drops what Ensure wrote to name, once the cgroup is removed.
+// Forget drops what Ensure wrote to name, once the cgroup is removed; the
+// pod no longer counts in the QoS tiers.
 func (m *Manager) Forget(name string) {
 	m.mu.Lock()
 	delete(m.applied, name)
+	_, had := m.requests[name]
+	delete(m.requests, name)
 	m.mu.Unlock()
+	if had {
+		m.updateQOS()
+	}
+}
+
+// updateQOS writes the QoS tiers from the pods held now. A failure is
+// logged and left to the next update, as the kubelet does: the pod's own
+// cgroup does not wait for it.
+func (m *Manager) updateQOS() {
+	if m.opts.QOS == nil {
+		return
+	}
+	m.qosMu.Lock()
+	defer m.qosMu.Unlock()
+	m.mu.Lock()
+	var milli int64
+	for _, r := range m.requests {
+		milli += r
+	}
+	m.qosAt = m.opts.Now()
+	m.mu.Unlock()
+	if err := m.fs.ApplyQOS(*m.opts.QOS, planQOS(milli, m.opts.HugePageSizes)); err != nil {
+		m.opts.Log.Warn("failed to reserve QoS requests", "err", err)
+	}
 }

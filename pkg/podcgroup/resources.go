@@ -2,8 +2,10 @@ package podcgroup
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,6 +37,13 @@ type Options struct {
 	CPUPeriod uint64
 	// PidsLimit is podPidsLimit; 0 or -1 leaves pids unlimited.
 	PidsLimit int64
+
+	// QOS, when set, makes the Manager keep the QoS tiers (cgroupsPerQOS);
+	// HugePageSizes are the page sizes they leave unbounded.
+	QOS           *QOSCgroups
+	HugePageSizes []int64
+	Now           func() time.Time // nil: time.Now
+	Log           *slog.Logger     // nil: slog.Default()
 }
 
 // ForPod is the kubelet's ResourceConfigForPod with the PodLevelResources

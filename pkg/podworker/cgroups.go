@@ -23,7 +23,14 @@ func newPodCgroups(cfg Config) *podcgroup.Manager {
 	if cfg.CgroupRoot == "" || cfg.FlatCgroups {
 		return nil
 	}
-	return podcgroup.NewManager(cgroupMountRoot, podcgroup.Options{PidsLimit: cfg.PodPidsLimit})
+	return podcgroup.NewManager(cgroupMountRoot, podcgroup.Options{
+		PidsLimit: cfg.PodPidsLimit,
+		// The QoS tiers follow the pods with cgroups (the kubelet's QoS
+		// container manager); the agent made them, and kubepods, at start.
+		QOS:           &podcgroup.QOSCgroups{Kubepods: podcgroup.KubepodsName(cfg.CgroupRoot)},
+		HugePageSizes: podcgroup.Host{Proc: "/proc", Sys: "/sys"}.HugePageSizes(),
+		Log:           cfg.Logger.With("component", "qos-cgroups"),
+	})
 }
 
 // ensurePodCgroup creates the pod's cgroup, the sandbox's cgroup parent,
