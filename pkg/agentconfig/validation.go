@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,7 +162,13 @@ func (c *Config) validateRuntime() field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateEndpoint(field.NewPath("containerRuntimeEndpoint"), c.ContainerRuntimeEndpoint, true)...)
 	errs = append(errs, validateEndpoint(field.NewPath("imageServiceEndpoint"), c.ImageServiceEndpoint, false)...)
-	if c.CgroupDriver != DefaultCgroupDriver {
+	switch {
+	case c.CgroupDriver == "systemd" && !systemdRunning():
+		// What runc answers a systemd cgroup manager without systemd as
+		// init, said before any pod fails on it.
+		errs = append(errs, field.Invalid(field.NewPath("cgroupDriver"), c.CgroupDriver,
+			`systemd not running on this host, cannot use systemd cgroups manager; use "cgroupfs"`))
+	case c.CgroupDriver != DefaultCgroupDriver:
 		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), c.CgroupDriver, []string{DefaultCgroupDriver}))
 	}
 	if c.CgroupRoot != "" && !strings.HasPrefix(c.CgroupRoot, "/") {
@@ -171,6 +178,12 @@ func (c *Config) validateRuntime() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("podLogsDir"), c.PodLogsDir, "must be an absolute path"))
 	}
 	return errs
+}
+
+// systemdRunning is runc's test for systemd as init (a variable for tests).
+var systemdRunning = func() bool {
+	fi, err := os.Lstat("/run/systemd/system")
+	return err == nil && fi.IsDir()
 }
 
 // minContainerLogMonitorInterval is the kubelet's lower bound: each check

@@ -106,7 +106,7 @@ func TestValidate(t *testing.T) {
 		{"cert without key", func(c *Config) { c.TLSCertFile = "/c.crt" }, "tlsPrivateKeyFile: Required value"},
 		{"negative cache TTL", func(c *Config) { c.Authorization.Webhook.CacheUnauthorizedTTL.Duration = -time.Second },
 			`authorization.webhook.cacheUnauthorizedTTL: Invalid value: "-1s"`},
-		{"systemd cgroup driver", func(c *Config) { c.CgroupDriver = "systemd" }, `cgroupDriver: Unsupported value: "systemd": supported values: "cgroupfs"`},
+		{"unknown cgroup driver", func(c *Config) { c.CgroupDriver = "cgroupv3" }, `cgroupDriver: Unsupported value: "cgroupv3": supported values: "cgroupfs"`},
 		{"bad address", func(c *Config) { c.Address = "localhost" }, `address: Invalid value: "localhost": must be a valid IP address`},
 		{"bad cluster DNS", func(c *Config) { c.ClusterDNS = []string{"10.0.0.10", "x"} }, `clusterDNS[1]: Invalid value: "x"`},
 		{"bad cluster domain", func(c *Config) { c.ClusterDomain = "Cluster_Local" }, "clusterDomain: Invalid value"},
@@ -335,5 +335,25 @@ func TestValidateEnforceNodeAllocatable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cgroupDriver systemd is refused: with runc's words where systemd is not
+// init (as on these hosts), as not supported where it is.
+func TestValidateCgroupDriverSystemd(t *testing.T) {
+	defer func(f func() bool) { systemdRunning = f }(systemdRunning)
+	for _, tc := range []struct {
+		running bool
+		want    string
+	}{
+		{false, `cgroupDriver: Invalid value: "systemd": systemd not running on this host, cannot use systemd cgroups manager; use "cgroupfs"`},
+		{true, `cgroupDriver: Unsupported value: "systemd": supported values: "cgroupfs"`},
+	} {
+		systemdRunning = func() bool { return tc.running }
+		c := Default()
+		c.CgroupDriver = "systemd"
+		if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("systemd running=%v: error %v, want %q", tc.running, err, tc.want)
+		}
 	}
 }
