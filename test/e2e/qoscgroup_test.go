@@ -24,7 +24,8 @@ func TestQOSCgroups(t *testing.T) {
 	memTotal := hostMemTotal(t)
 	page := int64(os.Getpagesize())
 	wantMem := (memTotal - 384<<20) / page * page // the kernel rounds limits down to pages
-	cg := func(file string) string { // <hierarchy>/<path under kubepods>
+	// cg names <hierarchy>/<path under kubepods> on the host.
+	cg := func(file string) string {
 		hierarchy, rest, _ := strings.Cut(file, "/")
 		return filepath.Join("/sys/fs/cgroup", hierarchy, kubepods, rest)
 	}
