@@ -31,6 +31,7 @@ type kubeletMetrics struct {
 	runningContainers     *metrics.GaugeVec
 	imagePullDuration     *metrics.HistogramVec
 	preemptions           *metrics.CounterVec
+	imageGarbageCollected *metrics.CounterVec
 }
 
 func histogram(name, help string, buckets []float64) *metrics.Histogram {
@@ -94,6 +95,8 @@ func newKubeletMetrics() *kubeletMetrics {
 		imagePullDuration: histogramVec("image_pull_duration_seconds",
 			"Duration in seconds to pull an image.", imagePullDurationBuckets, "image_size_in_bytes"),
 		preemptions: counterVec("preemptions", "Cumulative number of pod preemptions by preemption resource", "preemption_signal"),
+		imageGarbageCollected: counterVec("image_garbage_collected_total",
+			"Total number of images garbage collected by the kubelet, whether through disk usage or image age.", "reason"),
 	}
 }
 
@@ -101,5 +104,5 @@ func (k *kubeletMetrics) register(r metrics.KubeRegistry) {
 	r.MustRegister(k.nodeName, k.podWorkerDuration, k.podStartDuration, k.podStartSLIDuration,
 		k.podStartTotalDuration, k.plegRelistDuration, k.plegRelistInterval, k.plegLastSeen,
 		k.runtimeOperations, k.runtimeDuration, k.runtimeErrors, k.runningPods, k.runningContainers,
-		k.imagePullDuration, k.preemptions)
+		k.imagePullDuration, k.preemptions, k.imageGarbageCollected)
 }

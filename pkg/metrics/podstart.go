@@ -112,3 +112,9 @@ func imageSizeBucket(size uint64) string {
 	}
 	return ""
 }
+
+// ImageGarbageCollected counts one image removed by image garbage
+// collection, reason "age" or "space" (kubelet_image_garbage_collected_total).
+func (m *Metrics) ImageGarbageCollected(reason string) {
+	m.kubelet.imageGarbageCollected.WithLabelValues(reason).Inc()
+}

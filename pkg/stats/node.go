@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -89,4 +90,14 @@ func (p *Provider) imageFs(ctx context.Context) *FsStats {
 		fs.InodesUsed = ptr(u.GetInodesUsed().GetValue())
 	}
 	return fs
+}
+
+// ImageFsStats is the image filesystem as the summary reports it (the
+// kubelet's ImageFsStats, which image garbage collection reads).
+func (p *Provider) ImageFsStats(ctx context.Context) (*FsStats, error) {
+	fs := p.imageFs(ctx)
+	if fs == nil {
+		return nil, errors.New("image filesystem stats are not available")
+	}
+	return fs, nil
 }
