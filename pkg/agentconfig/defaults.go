@@ -106,6 +106,7 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.EnableServer, true)
 	defaultPtr(&c.SeccompDefault, false)
 	c.setAuthDefaults()
+	c.setImageGCDefaults()
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods
 	}

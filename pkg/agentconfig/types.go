@@ -96,6 +96,20 @@ type Config struct {
 	OOMScoreAdj *int32 `json:"oomScoreAdj,omitempty"`
 	// SerializeImagePulls pulls one image at a time. Default: true.
 	SerializeImagePulls *bool `json:"serializeImagePulls,omitempty"`
+	// ImageGCHighThresholdPercent: at or above this use of the image
+	// filesystem unused images are removed, least recently used first,
+	// down to ImageGCLowThresholdPercent (0-100, low < high; a high of 100
+	// with no ImageMaximumGCAge turns image GC off). Default: 85 and 80.
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// ImageMinimumGCAge: younger images are never removed. Default: 2m.
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
+	// ImageMaximumGCAge: unused images not used for longer are removed
+	// whatever the use (0: off). Default: 0.
+	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge,omitempty"`
+	// NodeStatusMaxImages caps the Node status images, largest first (-1:
+	// no cap). Default: 50.
+	NodeStatusMaxImages *int32 `json:"nodeStatusMaxImages,omitempty"`
 	// ClusterDNS lists DNS server IPs given to pods. Default: none.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain is the cluster's DNS domain. Default: "".

@@ -30,6 +30,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	errs = append(errs, c.validateRuntime()...)
 	errs = append(errs, c.validateChangeDetection()...)
 	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.validateImageGC()...)
 	errs = append(errs, c.validateDNS()...)
 	errs = append(errs, c.validateNode()...)
 	errs = append(errs, c.validateEnforcement()...)
