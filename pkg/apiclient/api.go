@@ -124,7 +124,10 @@ type Config struct {
 	NetworkErr func() error
 	// StatusWritten is StatusConfig.Written.
 	StatusWritten func(pod *v1.Pod, status *v1.PodStatus)
-	Logger        *slog.Logger
+	// Images and MaxImages are NodeConfig's (status.images).
+	Images    ImageLister
+	MaxImages int32
+	Logger    *slog.Logger
 }
 
 // API is every API-side component of the agent, assembled.
@@ -167,6 +170,7 @@ func New(cfg Config) (*API, error) {
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
 		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, NetworkErr: cfg.NetworkErr, Logger: cfg.Logger,
+		Images: cfg.Images, MaxImages: cfg.MaxImages,
 	}); err != nil {
 		return nil, err
 	}

@@ -93,8 +93,12 @@ type NodeConfig struct {
 	// networkErrors): Ready is False with it, as the kubelet's
 	// ReadyCondition, instead of with the runtime's NetworkReady alone.
 	NetworkErr func() error
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Images, when set, lists the runtime's images for status.images, the
+	// MaxImages largest (-1: all; 0: the default, 50).
+	Images    ImageLister
+	MaxImages int32
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // NodeStatus registers the Node and keeps its status current.
@@ -119,6 +123,9 @@ func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
 	}
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = defaultMaxPods
+	}
+	if cfg.MaxImages == 0 {
+		cfg.MaxImages = defaultMaxImages
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -288,6 +295,7 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: n.cfg.NodeName})
 	st.NodeInfo = n.nodeInfo(ctx)
 	st.DaemonEndpoints.KubeletEndpoint.Port = n.cfg.KubeletPort
+	n.setImages(ctx, &st)
 
 	now := metav1.NewTime(n.cfg.Now())
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonKubeletReady, Message: MessageKubeletReady}
