@@ -217,6 +217,7 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
 		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
 		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, NetworkErr: networkErr, StatusWritten: statusWritten, Logger: log,
+		Images: rt, MaxImages: *o.Config.NodeStatusMaxImages,
 	})
 }
 
@@ -279,6 +280,11 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 	}
 	c.helper(func() { _ = rotation.Run(gctx) }) // nil once ctx ends
 	c.run("", func() error { return mgr.Run(gctx, pods, events) })
+	gc, err := newImageGC(gctx, o, p)
+	if err != nil {
+		return err
+	}
+	c.helper(func() { gc.Run(gctx) })
 
 	health := func() error {
 		if err := pleg.Healthy(); err != nil {

@@ -8,12 +8,9 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// The kubelet's caps: nodeStatusMaxImages' default, and
-// MaxNamesPerImageInNodeStatus (pkg/kubelet/nodestatus).
-const (
-	defaultMaxImages = 50
-	maxNamesPerImage = 5
-)
+// maxNamesPerImage is the kubelet's MaxNamesPerImageInNodeStatus
+// (pkg/kubelet/nodestatus).
+const maxNamesPerImage = 5
 
 // ImageLister lists the runtime's images (the CRI image service).
 type ImageLister interface {

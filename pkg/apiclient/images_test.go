@@ -25,7 +25,7 @@ func TestNodeImages(t *testing.T) {
 	for _, tc := range []struct {
 		max  int32
 		want []v1.ContainerImage
-	}{{-1, all}, {2, all[:2]}, {50, all}} {
+	}{{-1, all}, {2, all[:2]}, {50, all}, {0, nil}} {
 		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
 			if got := NodeImages(list, tc.max); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("NodeImages(%d) = %v, want %v", tc.max, got, tc.want)
@@ -51,7 +51,7 @@ func TestNodeStatusImages(t *testing.T) {
 	rt.set(true, true, nil)
 	n, cs := newTestNode(t, rt, newClock())
 	imgs := &fakeImages{list: []*criv1.Image{{Id: "x", Size: 7, RepoTags: []string{"localhost/x:1"}}}}
-	n.cfg.Images = imgs
+	n.cfg.Images, n.cfg.MaxImages = imgs, 50
 	if err := n.register(context.Background()); err != nil {
 		t.Fatal(err)
 	}

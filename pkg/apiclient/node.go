@@ -94,7 +94,7 @@ type NodeConfig struct {
 	// ReadyCondition, instead of with the runtime's NetworkReady alone.
 	NetworkErr func() error
 	// Images, when set, lists the runtime's images for status.images, the
-	// MaxImages largest (-1: all; 0: the default, 50).
+	// MaxImages largest (-1: all; the kubelet's nodeStatusMaxImages).
 	Images    ImageLister
 	MaxImages int32
 	Logger    *slog.Logger
@@ -123,9 +123,6 @@ func NewNodeStatus(cfg NodeConfig) (*NodeStatus, error) {
 	}
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = defaultMaxPods
-	}
-	if cfg.MaxImages == 0 {
-		cfg.MaxImages = defaultMaxImages
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

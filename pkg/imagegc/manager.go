@@ -108,7 +108,7 @@ func New(cfg Config) (*Manager, error) {
 // threshold of 100 and no maximum age.
 func (p Policy) Disabled() bool { return p.HighThresholdPercent == 100 && p.MaxAge == 0 }
 
-// Run collects every Period until ctx ends. As the kubelet, a failure is
+// Run collects now and then every Period until ctx ends. As the kubelet, a failure is
 // an ImageGCFailed event only when the previous collection failed too (the
 // first may come before the stats are ready).
 func (m *Manager) Run(ctx context.Context) {
@@ -120,11 +120,6 @@ func (m *Manager) Run(ctx context.Context) {
 	defer t.Stop()
 	failed := false
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 		err := m.GarbageCollect(ctx)
 		switch {
 		case err != nil && failed:
@@ -134,6 +129,11 @@ func (m *Manager) Run(ctx context.Context) {
 			m.log.Error("image garbage collection failed once; stats initialization may not have completed yet", "err", err)
 		}
 		failed = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

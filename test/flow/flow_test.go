@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,6 +54,25 @@ func TestAgentJoinsAPI(t *testing.T) {
 		if node.Status.NodeInfo.ContainerRuntimeVersion == "" || node.Status.NodeInfo.KubeletVersion == "" {
 			t.Errorf("nodeInfo = %+v", node.Status.NodeInfo)
 		}
+	})
+
+	t.Run("NodeImages", func(t *testing.T) {
+		// The kubelet's Images setter: what the scheduler's ImageLocality reads.
+		waitFor(t, apiTimeout, "the busybox image in the node status", func() (bool, error) {
+			n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for i, im := range n.Status.Images {
+				if i > 0 && im.SizeBytes > n.Status.Images[i-1].SizeBytes {
+					return false, fmt.Errorf("images not sorted by size: %+v", n.Status.Images)
+				}
+				if slices.Contains(im.Names, framework.BusyboxImage) && im.SizeBytes > 0 {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("status.images = %+v", n.Status.Images)
+		})
 	})
 
 	t.Run("LeaseRenewed", func(t *testing.T) {
