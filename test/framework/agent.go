@@ -80,6 +80,10 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 	if a.SecurePort, err = inst.freePort(); err != nil {
 		return nil, err
 	}
+	// imageGCHighThresholdPercent 100: no image GC for space. The
+	// instances are shared by the tests and the machine's disk may be
+	// past the kubelet's 85%: a collection would take the busybox image
+	// from under the other tests. (imageMaximumGCAge still turns it on.)
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
@@ -91,6 +95,7 @@ podLogsDir: %s
 cgroupRoot: %s
 fileCheckFrequency: 20s
 syncFrequency: 10s
+imageGCHighThresholdPercent: 100
 `, a.ManifestDir, inst.Socket, a.Port, a.SecurePort, a.LogsDir, inst.CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }
