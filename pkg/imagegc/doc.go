@@ -12,7 +12,8 @@
 //
 //	m, err := imagegc.New(imagegc.Config{
 //		Policy:   imagegc.Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute},
-//		Runtime:  rt, Images: rt, FsStats: statsProvider,
+//		Images:   rt, Containers: rt, FsStats: statsProvider,
+//		SandboxImage: sandbox, Metrics: mtr,
 //		Recorder: api.Events(), NodeName: nodeName,
 //	})
 //	go m.Run(ctx) // every ImageGCPeriod, as the kubelet's
