@@ -174,7 +174,9 @@ func readTrim(t *testing.T, path string) string {
 // cgroup parent is the cgroupRoot itself, and no limit is set above the
 // containers' own.
 func TestNoPodCgroupWithoutCgroupsPerQOS(t *testing.T) {
-	a := newAgentWith(t, "cgroupsPerQOS: false\npodPidsLimit: 256")
+	// enforceNodeAllocatable must be empty too: its default, [pods],
+	// needs the QoS hierarchy (the kubelet refuses the combination).
+	a := newAgentWith(t, "cgroupsPerQOS: false\nenforceNodeAllocatable: []\npodPidsLimit: 256")
 	if err := a.WriteManifest("flat.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: flat}

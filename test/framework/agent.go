@@ -143,6 +143,10 @@ func (a *Agent) Start() error {
 		}
 		select {
 		case err := <-done:
+			// The exit is taken: Stop must not wait for it again.
+			a.mu.Lock()
+			a.cmd = nil
+			a.mu.Unlock()
 			return fmt.Errorf("agent exited at start: %v\n%s", err, a.Logs())
 		case <-time.After(50 * time.Millisecond):
 		}
