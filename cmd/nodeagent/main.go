@@ -73,11 +73,17 @@ func agentCmd() *cobra.Command {
 		Short: "Run the node agent: static pods from --pod-manifest-path and, with --kubeconfig, the pods the API server binds to the node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger(verbosity, component)
 			effective := cfg
-			if fl.ConfigFile != "" {
-				fileCfg, err := agentconfig.Load(fl.ConfigFile)
+			if fl.ConfigFile != "" || fl.ConfigDir != "" {
+				fileCfg, warnings, err := agentconfig.LoadFiles(fl.ConfigFile, fl.ConfigDir)
 				if err != nil {
 					return err
+				}
+				// Logged before validation, so that a field ignored on
+				// the way is in the log when validation refuses the rest.
+				for _, w := range warnings {
+					log.Warn("configuration", "warning", w)
 				}
 				if err := agentconfig.ApplyFlags(cmd.Flags(), fileCfg); err != nil {
 					return err
@@ -91,7 +97,6 @@ func agentCmd() *cobra.Command {
 			if err := fl.Validate(); err != nil {
 				return err
 			}
-			log := newLogger(verbosity, component)
 			for _, w := range warnings {
 				log.Warn("configuration", "warning", w)
 			}

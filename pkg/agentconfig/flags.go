@@ -80,6 +80,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.NodeIP, "node-ip", f.NodeIP, "IP address of the node.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Kubeconfig of the API server; empty runs standalone.")
 	fs.StringVar(&f.ConfigFile, "config", f.ConfigFile, "KubeletConfiguration file; flags given explicitly override its values.")
+	fs.StringVar(&f.ConfigDir, "config-dir", f.ConfigDir, "Directory of KubeletConfiguration drop-ins: its *.conf files, in lexical order, are merged over --config (objects merge, lists replace); flags given explicitly override the result.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", f.NodeLabels, "Labels added to the Node when it registers (key=value,...).")
 	if f.CNIConfDir == "" {
 		f.CNIConfDir = DefaultCNIConfDir
@@ -115,33 +116,35 @@ func (f *Flags) Validate() error {
 }
 
 // Resolve computes the effective settings with the kubelet's precedence:
-// explicit flag > config file > default. It registers the Config and Flags
+// explicit flag > drop-ins > config file > default. It registers the Config and Flags
 // flags on fs (which may hold other flags too) and parses args; if --config
-// names a file, it loads the file and then re-applies only the flags the
-// user set (ApplyFlags) on top of it. The result is defaulted but not
-// validated: call Config.Validate and Flags.Validate.
+// names a file or --config-dir a directory, it loads them (LoadFiles) and
+// then re-applies only the flags the user set (ApplyFlags) on top. The
+// warnings are LoadFiles': the caller logs them. The result is defaulted
+// but not validated: call Config.Validate and Flags.Validate.
 //
 // Callers whose flags are parsed elsewhere (e.g. by cobra) do the same
 // steps themselves: Default().AddFlags(fs) and DefaultFlags().AddFlags(fs)
-// before parsing, then Load(--config) and ApplyFlags(fs, cfg).
-func Resolve(fs *pflag.FlagSet, args []string) (*Config, *Flags, error) {
+// before parsing, then LoadFiles(--config, --config-dir) and
+// ApplyFlags(fs, cfg).
+func Resolve(fs *pflag.FlagSet, args []string) (*Config, *Flags, []string, error) {
 	cfg, fl := Default(), DefaultFlags()
 	cfg.AddFlags(fs)
 	fl.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if fl.ConfigFile == "" {
-		return cfg, fl, nil
+	if fl.ConfigFile == "" && fl.ConfigDir == "" {
+		return cfg, fl, nil, nil
 	}
-	fileCfg, err := Load(fl.ConfigFile)
+	fileCfg, warnings, err := LoadFiles(fl.ConfigFile, fl.ConfigDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := ApplyFlags(fs, fileCfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return fileCfg, fl, nil
+	return fileCfg, fl, warnings, nil
 }
 
 // ApplyFlags copies onto cfg the values of the Config flags that were set

@@ -12,7 +12,7 @@ import (
 func resolve(t *testing.T, args ...string) (*Config, *Flags) {
 	t.Helper()
 	fs := pflag.NewFlagSet("nodeagent", pflag.ContinueOnError)
-	cfg, fl, err := Resolve(fs, args)
+	cfg, fl, _, err := Resolve(fs, args)
 	if err != nil {
 		t.Fatalf("Resolve(%q): %v", args, err)
 	}
@@ -111,7 +111,7 @@ func TestResolveFlagOnlySettings(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	bad := writeConfig(t, header+"bogus: 1\n")
+	bad := writeConfig(t, header+"maxPods: lots\n")
 	tests := []struct {
 		name string
 		args []string
@@ -119,12 +119,13 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"unknown flag", []string{"--no-such-flag"}, "no-such-flag"},
 		{"bad flag value", []string{"--max-pods=lots"}, "max-pods"},
-		{"bad config file", []string{"--config", bad}, `unknown field "bogus"`},
+		{"bad config file", []string{"--config", bad}, `field "maxPods"`},
+		{"missing config dir", []string{"--config-dir", "/nonexistent"}, `failed to walk through kubelet dropin directory "/nonexistent"`},
 	}
 	for _, tt := range tests {
 		fs := pflag.NewFlagSet("nodeagent", pflag.ContinueOnError)
 		fs.SetOutput(new(strings.Builder))
-		if _, _, err := Resolve(fs, tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, _, err := Resolve(fs, tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}

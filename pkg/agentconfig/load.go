@@ -11,42 +11,75 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// Load reads a KubeletConfiguration file (YAML or JSON) strictly and
-// applies defaults. It does not validate: apply flags first (see Resolve),
-// then call Validate. Errors name the file and, where relevant, the field.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config file: %w", err)
-	}
-	c, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return c, nil
+// Load reads a KubeletConfiguration file (YAML or JSON) and applies
+// defaults; see Decode for what is a warning and what an error. It does
+// not validate: apply flags first (see Resolve), then call Validate.
+// Errors and warnings name the file and, where relevant, the field.
+func Load(path string) (*Config, []string, error) {
+	return LoadFiles(path, "")
 }
 
-// Decode decodes a config document strictly: apiVersion and kind must be
-// kubelet.config.k8s.io/v1beta1 KubeletConfiguration, keys are
-// case-sensitive, and unknown or duplicate fields are errors. Defaults are
-// applied to the result.
-func Decode(data []byte) (*Config, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
+// LoadFiles is Load of file ("" for the defaults) with the drop-ins of
+// dropinDir ("" for none) merged over it, as the kubelet's --config and
+// --config-dir (see mergeDropins).
+func LoadFiles(file, dropinDir string) (*Config, []string, error) {
+	c, warnings := Default(), []string(nil)
+	if file != "" {
+		var err error
+		if c, warnings, err = loadFile(file); err != nil {
+			return nil, nil, err
+		}
+	}
+	if dropinDir == "" {
+		return c, warnings, nil
+	}
+	merged, more, err := mergeDropins(c, dropinDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("failed to merge kubelet configs: %w", err)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(js, &raw); err != nil {
-		return nil, fmt.Errorf("not a configuration object: %w", err)
+	return merged, append(warnings, more...), nil
+}
+
+func loadFile(path string) (*Config, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config file: %w", err)
 	}
-	if raw == nil {
-		return nil, fmt.Errorf("empty configuration: apiVersion %s and kind %s are required", APIVersion, Kind)
+	c, warnings, err := Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
 	}
+	return c, prefixed("config file "+path+": ", warnings), nil
+}
+
+// Decode decodes a config document as the kubelet does: apiVersion and
+// kind must be kubelet.config.k8s.io/v1beta1 KubeletConfiguration, and
+// malformed YAML or a value of the wrong type is an error. The upstream
+// fields the agent does not implement are ignored with one warning each
+// (see notImplemented). Other strict-decoding failures (unknown fields,
+// keys in the wrong case, duplicate keys) make it fall back, as upstream,
+// to lenient decoding with one warning quoting the strict error. Defaults
+// are applied to the result.
+func Decode(data []byte) (*Config, []string, error) {
+	raw, warnings, err := decodeDocument(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := fromRaw(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, warnings, nil
+}
+
+// fromRaw is the defaulted Config of a document's fields.
+func fromRaw(raw map[string]json.RawMessage) (*Config, error) {
 	c := &Config{}
 	if err := decodeTypeMeta(raw, &c.TypeMeta); err != nil {
 		return nil, err
@@ -56,6 +89,45 @@ func Decode(data []byte) (*Config, error) {
 	}
 	c.SetDefaults()
 	return c, nil
+}
+
+// decodeDocument parses data, checks its apiVersion and kind, and drops
+// the fields decodeFields must not see: the upstream fields the agent
+// does not implement. The warnings say what was dropped and what strict
+// decoding refused.
+func decodeDocument(data []byte) (map[string]json.RawMessage, []string, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var strictErrs []error
+	// As upstream's serializer: duplicate keys are a strict error, caught
+	// by converting the original document strictly a second time.
+	if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+		strictErrs = append(strictErrs, err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, nil, fmt.Errorf("not a configuration object: %w", err)
+	}
+	if raw == nil {
+		return nil, nil, fmt.Errorf("empty configuration: apiVersion %s and kind %s are required", APIVersion, Kind)
+	}
+	var tm metav1.TypeMeta
+	if err := decodeTypeMeta(raw, &tm); err != nil {
+		return nil, nil, err
+	}
+	warnings, err := dropNotImplemented(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	strictErrs = append(strictErrs, strictErrors(raw)...)
+	if len(strictErrs) > 0 {
+		// Upstream's wording (pkg/kubelet/kubeletconfig/util/codec).
+		warnings = append(warnings, "using lenient decoding as strict decoding failed: "+
+			runtime.NewStrictDecodingError(strictErrs).Error())
+	}
+	return raw, warnings, nil
 }
 
 func decodeTypeMeta(raw map[string]json.RawMessage, tm *metav1.TypeMeta) error {
@@ -75,7 +147,23 @@ func decodeTypeMeta(raw map[string]json.RawMessage, tm *metav1.TypeMeta) error {
 	return nil
 }
 
-// decodeFields decodes each key into its field so that errors name it.
+// strictErrors are the unknown-field errors of the whole document, with
+// the field's full path ("authentication.x509.clientCAfile"), as the
+// strict decoder reports them.
+func strictErrors(raw map[string]json.RawMessage) []error {
+	js, err := json.Marshal(raw)
+	if err != nil {
+		return []error{err}
+	}
+	// Type errors are decodeFields' to report, with the field's name.
+	strict, _ := sigsjson.UnmarshalStrict(js, &Config{})
+	return strict
+}
+
+// decodeFields decodes each key the agent knows into its field, leniently
+// (case-sensitive; unknown keys inside are dropped), so that a type error
+// names the field. Keys it does not know are skipped: strictErrors
+// reports them.
 func decodeFields(raw map[string]json.RawMessage, c *Config) error {
 	fields := fieldIndex()
 	keys := make([]string, 0, len(raw))
@@ -83,41 +171,18 @@ func decodeFields(raw map[string]json.RawMessage, c *Config) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var unknown []string
 	v := reflect.ValueOf(c).Elem()
+	var errs []error
 	for _, key := range keys {
-		if key == "apiVersion" || key == "kind" {
-			continue
-		}
 		i, ok := fields[key]
 		if !ok {
-			unknown = append(unknown, fmt.Sprintf("%q", key))
 			continue
 		}
-		if err := decodeField(raw[key], v.Field(i).Addr().Interface()); err != nil {
-			return fmt.Errorf("field %q: %w", key, err)
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[key], v.Field(i).Addr().Interface()); err != nil {
+			errs = append(errs, fmt.Errorf("field %q: %w", key, err))
 		}
 	}
-	if len(unknown) > 0 {
-		noun := "field"
-		if len(unknown) > 1 {
-			noun = "fields"
-		}
-		return fmt.Errorf("unknown %s %s (unknown to %s or not supported by nodeagent)",
-			noun, strings.Join(unknown, ", "), APIVersion)
-	}
-	return nil
-}
-
-// decodeField decodes one top-level value strictly, so that a misspelt
-// key inside a nested object (authentication.x509.clientCAfile) is an
-// error rather than a silently ignored setting.
-func decodeField(data []byte, dst any) error {
-	strict, err := sigsjson.UnmarshalStrict(data, dst)
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
+	return errors.Join(errs...)
 }
 
 var fieldIndex = sync.OnceValue(func() map[string]int {
@@ -131,6 +196,14 @@ var fieldIndex = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
+
+func prefixed(prefix string, warnings []string) []string {
+	out := make([]string, len(warnings))
+	for i, w := range warnings {
+		out[i] = prefix + w
+	}
+	return out
+}
 
 // Marshal returns c as YAML (keys sorted, unset fields omitted).
 func (c *Config) Marshal() ([]byte, error) {

@@ -23,11 +23,21 @@ func writeConfig(t *testing.T, data string) string {
 
 const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
-func TestGoldenRoundTrip(t *testing.T) {
-	cfg, err := Load("testdata/kubelet-config.yaml")
+// load is Load of a file that must load without warnings.
+func load(t *testing.T, path string) *Config {
+	t.Helper()
+	cfg, warnings, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(warnings) > 0 {
+		t.Fatalf("%s: unexpected warnings %q", path, warnings)
+	}
+	return cfg
+}
+
+func TestGoldenRoundTrip(t *testing.T) {
+	cfg := load(t, "testdata/kubelet-config.yaml")
 	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("example config is invalid: %v", err)
 	}
@@ -48,10 +58,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("marshal differs from %s (run with -update):\n%s", golden, got)
 	}
-	again, err := Load(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := load(t, golden)
 	if !reflect.DeepEqual(cfg, again) {
 		t.Errorf("golden does not load back to the same config:\n%+v\n%+v", cfg, again)
 	}
@@ -61,10 +68,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 }
 
 func TestLoadDefaults(t *testing.T) {
-	cfg, err := Load(writeConfig(t, header))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := load(t, writeConfig(t, header))
 	if !reflect.DeepEqual(cfg, Default()) {
 		t.Errorf("minimal file = %+v, want defaults %+v", cfg, Default())
 	}
@@ -79,13 +83,8 @@ func TestLoadErrors(t *testing.T) {
 		data string
 		want []string
 	}{
-		{"unknown field", header + "maxPods: 10\nfooBar: 1\ntlsMinVersion: VersionTLS13\n", []string{`unknown fields "fooBar", "tlsMinVersion"`}},
-		{"unknown nested field", header + "authentication:\n  x509:\n    clientCAfile: /ca.crt\n", []string{`field "authentication"`, `unknown field "x509.clientCAfile"`}},
-		{"field names are case-sensitive", header + "MaxPods: 10\n", []string{`unknown field "MaxPods"`}},
-		// KEP-2535: only the default policy (NeverVerifyPreloadedImages) is done; other policies are refused, not ignored.
-		{"imagePullCredentialsVerificationPolicy refused", header + "imagePullCredentialsVerificationPolicy: AlwaysVerify\npreloadedImagesVerificationAllowlist: [\"x\"]\n", []string{`unknown fields "imagePullCredentialsVerificationPolicy", "preloadedImagesVerificationAllowlist"`}},
-		{"duplicate field", header + "maxPods: 10\nmaxPods: 11\n", []string{"maxPods", "already set"}},
 		{"wrong type", header + "maxPods: many\n", []string{`field "maxPods"`}},
+		{"wrong nested type", header + "authentication:\n  webhook:\n    enabled: yes please\n", []string{`field "authentication"`, "bool"}},
 		{"bad duration", header + "syncFrequency: often\n", []string{`field "syncFrequency"`}},
 		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", []string{`unsupported apiVersion "kubelet.config.k8s.io/v1"`}},
 		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", []string{`unsupported kind "Pod"`}},
@@ -93,11 +92,18 @@ func TestLoadErrors(t *testing.T) {
 		{"empty", "", []string{"empty configuration"}},
 		{"not an object", "- a\n", []string{"not a configuration object"}},
 		{"bad yaml", header + "maxPods: [\n", []string{"yaml"}},
+		// KEP-2535: only the default policy (NeverVerifyPreloadedImages) is done; other policies are refused, not ignored.
+		{"imagePullCredentialsVerificationPolicy refused", header + "imagePullCredentialsVerificationPolicy: AlwaysVerify\n",
+			[]string{`field "imagePullCredentialsVerificationPolicy": "AlwaysVerify" is not supported by nodeagent (only "NeverVerifyPreloadedImages")`}},
+		{"preloadedImagesVerificationAllowlist refused", header + "preloadedImagesVerificationAllowlist: [\"x\"]\n",
+			[]string{`field "preloadedImagesVerificationAllowlist": ["x"] is not supported by nodeagent (only an empty list)`}},
+		{"enableDebuggingHandlers false refused", header + "enableDebuggingHandlers: false\n",
+			[]string{`field "enableDebuggingHandlers": false is not supported by nodeagent (only true)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeConfig(t, tt.data)
-			_, err := Load(path)
+			_, _, err := Load(path)
 			if err == nil {
 				t.Fatal("want error")
 			}
@@ -108,16 +114,13 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("missing file: want error")
 	}
 }
 
 func TestLoadJSON(t *testing.T) {
-	cfg, err := Load(writeConfig(t, `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","readOnlyPort":0,"maxPods":7}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := load(t, writeConfig(t, `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","readOnlyPort":0,"maxPods":7}`))
 	if *cfg.ReadOnlyPort != 0 || cfg.MaxPods != 7 {
 		t.Errorf("readOnlyPort=%d maxPods=%d, want 0 (explicitly disabled) and 7", *cfg.ReadOnlyPort, cfg.MaxPods)
 	}

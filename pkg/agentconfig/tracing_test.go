@@ -33,7 +33,7 @@ func TestValidateTracing(t *testing.T) {
 }
 
 func TestLoadTracing(t *testing.T) {
-	c, err := Decode([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ntracing:\n  endpoint: localhost:4317\n  samplingRatePerMillion: 100\n"))
+	c, _, err := Decode([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ntracing:\n  endpoint: localhost:4317\n  samplingRatePerMillion: 100\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

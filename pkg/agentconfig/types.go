@@ -228,6 +228,8 @@ type Flags struct {
 	Kubeconfig string
 	// ConfigFile is the path of the KubeletConfiguration file (--config).
 	ConfigFile string
+	// ConfigDir is a directory of KubeletConfiguration drop-ins (--config-dir).
+	ConfigDir string
 	// NodeLabels are added to the Node when it registers (--node-labels).
 	NodeLabels map[string]string
 	// NetworkPlugin "kubenet" makes the agent own the node's pod network,

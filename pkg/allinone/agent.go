@@ -109,7 +109,9 @@ func (c *Config) agentConfig() (*agentconfig.Config, error) {
 	agentCfg := agentconfig.Default()
 	if c.AgentConfigFile != "" {
 		var err error
-		if agentCfg, err = agentconfig.Load(c.AgentConfigFile); err != nil {
+		// The agent process, started with this file as its --config,
+		// logs the file's warnings.
+		if agentCfg, _, err = agentconfig.Load(c.AgentConfigFile); err != nil {
 			return nil, err
 		}
 	}
