@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 )
 
 // notImplemented are the top-level fields of upstream's
@@ -158,10 +157,4 @@ func dropNotImplemented(raw map[string]json.RawMessage) ([]string, error) {
 		}
 	}
 	return warnings, nil
-}
-
-// NotImplementedFields returns the upstream v1beta1 fields the agent
-// ignores with a warning or accepts at one value only.
-func NotImplementedFields() []string {
-	return slices.Clone(notImplemented)
 }
