@@ -78,10 +78,17 @@ func newAgent(t *testing.T) *framework.Agent { return newAgentWith(t, "") }
 // newAgentWith is newAgent with extra KubeletConfiguration lines.
 func newAgentWith(t *testing.T, extraConfig string) *framework.Agent {
 	t.Helper()
+	return newAgentArgs(t, extraConfig)
+}
+
+// newAgentArgs is newAgentWith with extra agent flags.
+func newAgentArgs(t *testing.T, extraConfig string, args ...string) *framework.Agent {
+	t.Helper()
 	a, err := framework.NewAgent(agentBin, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.ExtraArgs = append(a.ExtraArgs, args...)
 	if err := a.AppendConfig(extraConfig); err != nil {
 		t.Fatal(err)
 	}
