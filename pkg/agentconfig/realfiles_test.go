@@ -53,7 +53,7 @@ func TestKubeadmConfig(t *testing.T) {
 	}
 	checkWarnings(t, warnings, notImplementedWarnings("config file "+path+": ",
 		"httpCheckFrequency", "rotateCertificates", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency",
-		"imageMinimumGCAge", "imageMaximumGCAge", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod",
+		"volumeStatsAggPeriod", "cpuManagerReconcilePeriod",
 		"evictionPressureTransitionPeriod", "memorySwap", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods", "crashLoopBackOff"))
 	if c.StaticPodPath != "/etc/kubernetes/manifests" || c.CgroupDriver != "systemd" ||
@@ -86,8 +86,7 @@ func TestK3sDropins(t *testing.T) {
 	k3s := "drop-in config file " + filepath.Join(dir, "00-k3s-defaults.conf") + ": "
 	user := "drop-in config file " + filepath.Join(dir, "50-user.conf") + ": "
 	want := notImplementedWarnings(k3s,
-		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "imageMinimumGCAge",
-		"imageMaximumGCAge", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod", "evictionHard",
+		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod", "evictionHard",
 		"evictionPressureTransitionPeriod", "evictionMinimumReclaim", "failSwapOn", "memorySwap", "logging",
 		"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "crashLoopBackOff")
 	checkWarnings(t, warnings, append(want, notImplementedWarnings(user, "evictionHard")...))
@@ -112,7 +111,7 @@ func TestEKSConfig(t *testing.T) {
 	}
 	want := notImplementedWarnings("config file "+file+": ",
 		"tlsCipherSuites", "hairpinMode", "evictionHard", "protectKernelDefaults", "featureGates",
-		"systemReservedCgroup", "kubeReservedCgroup", "providerID", "logging", "shutdownGracePeriod",
+		"providerID", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods")
 	want = append(want, notImplementedWarnings("drop-in config file "+filepath.Join(dir, "40-nodeadm.conf")+": ", "featureGates")...)
 	checkWarnings(t, warnings, want)
