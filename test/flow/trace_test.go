@@ -66,7 +66,7 @@ spec:
 		return err == nil && strings.Contains(out, "status Running, Ready=True in the API"), fmt.Errorf("%v: %s", err, out)
 	})
 	want := []string{
-		"Created", "Seen", "Admit", "RunPodSandbox", `SetUpVolume`,
+		"Created", "Seen", "Admit", `SetUpVolume`, "RunPodSandbox",
 		"PullImage prepare", "CreateContainer prepare", "StartContainer prepare", "InitContainerRun prepare",
 		"PullImage app", "CreateContainer app", "StartContainer app", "PostStartHook app",
 		"ContainerReady app", "StatusWritten",
