@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/nodeagent/nodeagent/pkg/nodeapi"
+	"github.com/nodeagent/nodeagent/pkg/podcgroup"
 	"github.com/nodeagent/nodeagent/pkg/stats"
 )
 
@@ -9,8 +10,12 @@ import (
 // stats paths: the agent's registries, and the resource usage read from
 // the CRI and the host.
 func monitoring(o Options, p parts) (nodeapi.Monitoring, error) {
+	var podCgroups string // flat pods have no cgroup of their own to read
+	if cfg := o.Config; cfg.CgroupsPerQOS == nil || *cfg.CgroupsPerQOS {
+		podCgroups = podcgroup.KubepodsName(cgroupRoot(cfg))
+	}
 	sp, err := stats.New(stats.Config{
-		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, Logger: p.log,
+		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodCgroups: podCgroups, Logger: p.log,
 	})
 	if err != nil {
 		return nodeapi.Monitoring{}, err

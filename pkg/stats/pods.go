@@ -44,10 +44,15 @@ func (p *Provider) podStats(ctx context.Context, full bool) ([]PodStats, error) 
 		bySandbox[c.PodSandboxId] = append(bySandbox[c.PodSandboxId], c)
 	}
 	b := &podBuilder{p: p, full: full, keys: map[string]bool{nodeKey: true}, fs: map[string]*FsStats{}}
-	sbUsage := p.sandboxStats(ctx)
+	cgroups := p.podCgroupUsage()
+	var sbUsage map[string]*criv1.PodSandboxStats
+	if cgroups == nil || full {
+		sbUsage = p.sandboxStats(ctx) // the pods' network, or their usage without pod cgroups
+	}
 	var out []PodStats
 	for _, sb := range currentSandboxes(sandboxes) {
-		out = append(out, b.pod(sb, bySandbox[sb.Id], usage, sbUsage[sb.Id]))
+		cg := cgroups[sb.GetMetadata().GetUid()]
+		out = append(out, b.pod(sb, bySandbox[sb.Id], usage, sbUsage[sb.Id], cg))
 	}
 	p.rate.keep(b.keys)
 	sort.Slice(out, func(i, j int) bool {
@@ -76,9 +81,26 @@ func currentSandboxes(all []*criv1.PodSandbox) []*criv1.PodSandbox {
 	return out
 }
 
+// podCgroupUsage is every pod cgroup's usage by pod UID, nil when the
+// provider was given no pod cgroups.
+func (p *Provider) podCgroupUsage() map[string]podCgroupUsage {
+	if p.cfg.PodCgroups == "" {
+		return nil
+	}
+	cg := podCgroups{root: p.cfg.Host.Cgroup, kubepods: p.cfg.PodCgroups}
+	unified, at := cg.unified(), p.now()
+	out := map[string]podCgroupUsage{}
+	for uid, name := range cg.find(unified) {
+		out[uid] = cg.read(name, unified, at)
+	}
+	return out
+}
+
 // sandboxStats is the runtime's per-pod usage by sandbox ID, or nil when
-// it has none (containerd 1.6 lacks ListPodSandboxStats): pods then sum
-// their containers.
+// it has none or fails: pods then sum their containers. containerd 1.6
+// has the call, but fails it as a whole while any sandbox is half made or
+// going, and it costs the runtime a cgroup read, a network namespace
+// visit and a shim round trip per pod and container.
 func (p *Provider) sandboxStats(ctx context.Context) map[string]*criv1.PodSandboxStats {
 	p.mu.Lock()
 	skip := p.now().Before(p.noSandboxStatsUntil)
@@ -119,7 +141,7 @@ type podBuilder struct {
 	fs   map[string]*FsStats
 }
 
-func (b *podBuilder) pod(sb *criv1.PodSandbox, containers []*criv1.Container, usage map[string]*criv1.ContainerStats, sbUsage *criv1.PodSandboxStats) PodStats {
+func (b *podBuilder) pod(sb *criv1.PodSandbox, containers []*criv1.Container, usage map[string]*criv1.ContainerStats, sbUsage *criv1.PodSandboxStats, cg podCgroupUsage) PodStats {
 	md := sb.GetMetadata()
 	ps := PodStats{
 		PodRef:     PodReference{Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid()},
@@ -130,12 +152,16 @@ func (b *podBuilder) pod(sb *criv1.PodSandbox, containers []*criv1.Container, us
 		ps.Containers = append(ps.Containers, b.container(c, usage[c.Id]))
 	}
 	sort.Slice(ps.Containers, func(i, j int) bool { return ps.Containers[i].Name < ps.Containers[j].Name })
-	if linux := sbUsage.GetLinux(); linux != nil && linux.Cpu != nil {
-		ps.CPU = b.cpu("pod/"+sb.Id, linux.Cpu)
-		ps.Memory = memory(linux.Memory, b.p.stamp)
-		if b.full {
-			ps.Network = network(linux.Network, b.p.stamp)
-		}
+	linux := sbUsage.GetLinux()
+	if b.full {
+		ps.Network = network(linux.GetNetwork(), b.p.stamp)
+	}
+	cpu, mem := cg.cpu, cg.memory
+	if cpu == nil && linux.GetCpu() != nil {
+		cpu, mem = linux.Cpu, linux.Memory
+	}
+	if cpu != nil {
+		ps.CPU, ps.Memory = b.cpu("pod/"+sb.Id, cpu), memory(mem, b.p.stamp)
 		return ps
 	}
 	ps.CPU, ps.Memory = sumCPU(ps.Containers), sumMemory(ps.Containers)

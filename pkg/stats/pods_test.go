@@ -15,8 +15,6 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func u64(v uint64) *criv1.UInt64Value { return &criv1.UInt64Value{Value: v} }
-
 // fakeCRI is a runtime with pod "shop/web" (a ready sandbox and an older
 // dead one; containers app and side running, an old one exited) and pod
 // "shop/done" (no ready sandbox, nothing running).

@@ -24,6 +24,12 @@ type Config struct {
 	ImageFs runtime.ImageFs
 	// RootDir is the agent's root directory: its filesystem is the node's.
 	RootDir string
+	// PodCgroups, when set, is the cgroup the pod cgroups are in (the
+	// kubepods cgroup, "/kubepods" below the cgroupfs mount): pods' CPU and
+	// memory are then read from their cgroups, as the kubelet reads them
+	// through cAdvisor, and the runtime is asked for sandbox stats only
+	// for the full summary's pod network.
+	PodCgroups string
 	// Host is where the node's own usage is read (default /proc and
 	// /sys/fs/cgroup).
 	Host   Host
