@@ -113,3 +113,46 @@ func TestRuntimeUIDs(t *testing.T) {
 		t.Errorf("runtimeUIDs = %v", known)
 	}
 }
+
+// The API source sends every pod of the node on each change: a pod the
+// set brings again unchanged (the same resourceVersion) is neither copied
+// nor compared again, while a new resourceVersion reaches its worker.
+func TestUnchangedAPIPodsAreNotCopiedAgain(t *testing.T) {
+	h := startManager(t)
+	a, b := scenarioPod("a", "busybox:1"), scenarioPod("b", "busybox:1")
+	a.ResourceVersion, b.ResourceVersion = "10", "11"
+	h.pods <- []*v1.Pod{a, b}
+	eventually(t, "pods running", func() (bool, string) {
+		ok, detail := allRunning(h.pod(a.UID))
+		if !ok {
+			return ok, detail
+		}
+		return allRunning(h.pod(b.UID))
+	})
+	h.m.mu.Lock()
+	keptA, keptB := h.m.desired[a.UID], h.m.desired[b.UID]
+	h.m.mu.Unlock()
+
+	b2 := b.DeepCopy()
+	b2.ResourceVersion = "12"
+	b2.Labels = map[string]string{"tier": "web"}
+	h.pods <- []*v1.Pod{a.DeepCopy(), b2}
+	h.pods <- []*v1.Pod{a.DeepCopy(), b2.DeepCopy()} // Run has handled the set before once this is taken
+	h.m.mu.Lock()
+	gotA, gotB := h.m.desired[a.UID], h.m.desired[b.UID]
+	h.m.mu.Unlock()
+	if gotA != keptA {
+		t.Error("unchanged pod a was copied again")
+	}
+	if gotB == keptB || gotB.Labels["tier"] != "web" {
+		t.Errorf("pod b's new version did not replace the old: %v", gotB.Labels)
+	}
+	h.m.mu.Lock()
+	w := h.m.workers[b.UID]
+	h.m.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pod.ResourceVersion != "12" {
+		t.Errorf("b's worker has resourceVersion %q", w.pod.ResourceVersion)
+	}
+}

@@ -131,6 +131,10 @@ func (w *worker) wake() {
 // pod whose manifest changed: stopped, cleaned up and started afresh.
 func (w *worker) update(pod *v1.Pod) {
 	w.mu.Lock()
+	if sameAPIObject(w.pod, pod) {
+		w.mu.Unlock()
+		return
+	}
 	if w.terminal && w.state == Syncing && !apiequality.Semantic.DeepEqual(w.pod.Spec, pod.Spec) {
 		w.state = Terminating
 	}
