@@ -206,6 +206,12 @@ spec:
 		if !strings.Contains(res, `container_memory_working_set_bytes{container="logger",namespace="default",pod="logger"}`) {
 			t.Errorf("/metrics/resource lacks the logger container:\n%s", res)
 		}
+		// The pod's own usage is its pod cgroup's, as cAdvisor gives the kubelet.
+		for _, series := range []string{`pod_cpu_usage_seconds_total{namespace="default",pod="logger"}`, `pod_memory_working_set_bytes{namespace="default",pod="logger"}`} {
+			if !strings.Contains(res, series) {
+				t.Errorf("/metrics/resource lacks %s:\n%s", series, res)
+			}
+		}
 	})
 
 	t.Run("kubectl top", func(t *testing.T) {
