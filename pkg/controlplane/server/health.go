@@ -17,6 +17,9 @@ type healthChecks struct {
 	// instrument, when set, records each path's requests in the API
 	// server's request metrics.
 	instrument func(path string, h http.Handler) http.Handler
+	// hooks are the post-start hooks readiness waits for; set before
+	// serving.
+	hooks []*postStartHook
 }
 
 type check struct {
@@ -43,6 +46,9 @@ func (h *healthChecks) serve(readiness bool) http.HandlerFunc {
 				startErr = fmt.Errorf("not started")
 			}
 			checks = append(checks, check{name: "poststarthook/components-ready", err: startErr})
+			for _, hook := range h.hooks {
+				checks = append(checks, hook.check())
+			}
 			checks = append(checks, check{name: "etcd", err: h.etcdHealth(r.Context())})
 		}
 		failed := false

@@ -188,7 +188,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	// 4. The secure port: probes for anyone, the API behind authentication.
-	health := &healthChecks{etcdHealth: store.Healthy, instrument: api.InstrumentPath}
+	rbacHook := bootstrapRolesHook(adminClient, log.With("component", "rbac"))
+	health := &healthChecks{etcdHealth: store.Healthy, instrument: api.InstrumentPath, hooks: []*postStartHook{rbacHook}}
 	mux := http.NewServeMux()
 	health.register(mux)
 	// As upstream's handler chain: authentication, the in-flight limit,
@@ -247,6 +248,16 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 
 	health.ready.Store(true)
+	// Ready, as /readyz, once the post-start hooks finished.
+	if err := runHook(gctx, rbacHook); err != nil {
+		log.Error("control plane stopped", "err", err)
+		cancelRun()
+		_ = g.Wait()
+		return err
+	}
+	if gctx.Err() != nil {
+		return stopped(g, health, log)
+	}
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
@@ -254,7 +265,12 @@ func Run(ctx context.Context, cfg Config) error {
 		"kubeconfig", cfg.kubeconfigPath(), "etcd", etcdMode(store))
 	log.Info("use it with: kubectl --kubeconfig " + cfg.kubeconfigPath() + " get --raw /readyz")
 
-	err = g.Wait()
+	return stopped(g, health, log)
+}
+
+// stopped waits for the components once they are all started.
+func stopped(g *errgroup.Group, health *healthChecks, log *slog.Logger) error {
+	err := g.Wait()
 	health.ready.Store(false)
 	if err != nil {
 		log.Error("control plane stopped", "err", err)
