@@ -188,7 +188,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	// 4. The secure port: probes for anyone, the API behind authentication.
-	rbacHook := bootstrapRolesHook(adminClient, log.With("component", "rbac"))
+	// The policy hook gets its own client too: a few hundred reads and
+	// writes on a first start would take seconds at 50 QPS.
+	policyClient, err := adminClientset(cfg, p, 200, 400)
+	if err != nil {
+		return abort(fmt.Errorf("rbac client: %w", err))
+	}
+	rbacHook := bootstrapRolesHook(policyClient, log.With("component", "rbac"))
 	health := &healthChecks{etcdHealth: store.Healthy, instrument: api.InstrumentPath, hooks: []*postStartHook{rbacHook}}
 	mux := http.NewServeMux()
 	health.register(mux)
