@@ -15,7 +15,13 @@ import (
 func tokenKubeconfig(t *testing.T, ns, name string) string {
 	t.Helper()
 	mustKubectl(t, "-n", ns, "create", "serviceaccount", name)
-	token := strings.TrimSpace(mustKubectl(t, "-n", ns, "create", "token", name))
+	return tokenKubeconfigFor(t, ns, name, strings.TrimSpace(mustKubectl(t, "-n", ns, "create", "token", name)))
+}
+
+// tokenKubeconfigFor writes a kubeconfig for the shared server that
+// authenticates with token, in the namespace.
+func tokenKubeconfigFor(t *testing.T, ns, name, token string) string {
+	t.Helper()
 	url, ca := serverAndCA(t)
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: ca}
@@ -245,13 +251,19 @@ func TestRBACEscalation(t *testing.T) {
 			t.Errorf("auth can-i --list lacks %s:\n%s", want, list)
 		}
 	}
+	// The token's UID and extra (its credential ID) too, as upstream.
+	uid := mustKubectl(t, "-n", ns, "get", "serviceaccount", "maker", "-o", "jsonpath={.metadata.uid}")
 	who := rows(mustKubectlWith(t, sa, "auth", "whoami"))
-	if len(who) != 3 {
+	if len(who) != 5 {
 		t.Fatalf("auth whoami: %q", who)
 	}
 	checkRow(t, "whoami header", who[0], []string{"ATTRIBUTE", "VALUE"})
 	checkRow(t, "whoami user", who[1], []string{"Username", user})
-	checkRow(t, "whoami groups", who[2], []string{"Groups", "[system:serviceaccounts system:serviceaccounts:" + ns + " system:authenticated]"})
+	checkRow(t, "whoami uid", who[2], []string{"UID", uid})
+	checkRow(t, "whoami groups", who[3], []string{"Groups", "[system:serviceaccounts system:serviceaccounts:" + ns + " system:authenticated]"})
+	if len(who[4]) != 2 || who[4][0] != "Extra: authentication.kubernetes.io/credential-id" || !strings.HasPrefix(who[4][1], "[JTI=") {
+		t.Errorf("whoami extra: %q", who[4])
+	}
 }
 
 func mustKubectlWith(t *testing.T, kubeconfig string, args ...string) string {

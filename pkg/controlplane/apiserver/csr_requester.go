@@ -26,6 +26,12 @@ func stampRequester(ctx context.Context, a *admission.Attributes) {
 	if !ok || a.Operation != admissionv1.Create {
 		return
 	}
-	csr.Spec.Username, csr.Spec.UID, csr.Spec.Extra = u.Name, "", nil
+	csr.Spec.Username, csr.Spec.UID, csr.Spec.Extra = u.Name, u.UID, nil
+	if len(u.Extra) > 0 {
+		csr.Spec.Extra = make(map[string]certificatesv1.ExtraValue, len(u.Extra))
+		for k, v := range u.Extra {
+			csr.Spec.Extra[k] = certificatesv1.ExtraValue(v)
+		}
+	}
 	csr.Spec.Groups = append([]string(nil), u.Groups...)
 }

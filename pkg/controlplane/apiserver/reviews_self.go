@@ -52,5 +52,18 @@ func appendReviewRule(res []authzv1.ResourceRule, nonRes []authzv1.NonResourceRu
 func (s *Server) reviewSelf(r *http.Request, o *authnv1.SelfSubjectReview) {
 	u, _ := request.UserFrom(r.Context())
 	o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
-	o.Status = authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{Username: u.Name, Groups: u.Groups}}
+	o.Status = authnv1.SelfSubjectReviewStatus{UserInfo: userInfo(u)}
+}
+
+// userInfo is the user as the authentication API shows it (a
+// SelfSubjectReview's, a TokenReview's).
+func userInfo(u request.User) authnv1.UserInfo {
+	info := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		info.Extra = make(map[string]authnv1.ExtraValue, len(u.Extra))
+		for k, v := range u.Extra {
+			info.Extra[k] = authnv1.ExtraValue(v)
+		}
+	}
+	return info
 }

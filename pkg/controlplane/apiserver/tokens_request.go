@@ -152,13 +152,9 @@ func (s *Server) reviewToken(ctx context.Context, tr *authnv1.TokenReview) error
 		s.cfg.Logger.Error("error validating audience", "want", auds, "got", res.Audiences)
 		return apierrors.NewInternalError(errors.New("error validating audiences"))
 	}
-	tr.Status.User = authnv1.UserInfo{Username: res.User.Name, UID: res.UID, Groups: res.User.Groups}
-	if len(res.Extra) > 0 {
-		tr.Status.User.Extra = map[string]authnv1.ExtraValue{}
-		for k, v := range res.Extra {
-			tr.Status.User.Extra[k] = authnv1.ExtraValue(v)
-		}
-	}
+	u := res.User
+	u.UID, u.Extra = res.UID, res.Extra
+	tr.Status.User = userInfo(u)
 	tr.Status.Audiences = res.Audiences
 	return nil
 }

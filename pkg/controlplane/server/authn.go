@@ -58,7 +58,7 @@ func parseTokens(r io.Reader, name string) (tokenUsers, error) {
 		if rec[0] == "" || rec[1] == "" {
 			return nil, fmt.Errorf("%s line %d: empty token or user", name, line)
 		}
-		u := request.User{Name: rec[1]}
+		u := request.User{Name: rec[1], UID: rec[2]}
 		if len(rec) > 3 {
 			for g := range strings.SplitSeq(rec[3], ",") {
 				if g = strings.TrimSpace(g); g != "" {
@@ -87,6 +87,7 @@ func authenticateWith(chain *tokenAuthenticator, next http.Handler) http.Handler
 			var res tokens.Result
 			if res, ok, _ = chain.authenticateToken(r.Context(), token, nil); ok {
 				u = res.User
+				u.UID, u.Extra = res.UID, res.Extra
 				r = r.Clone(r.Context())
 				r.Header.Del("Authorization") // as upstream: not passed on
 			}
@@ -126,7 +127,7 @@ func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string
 		}
 		if len(auds) > 0 || len(a.apiAudiences) == 0 {
 			u.Groups = append(append([]string(nil), u.Groups...), groupAuthenticated)
-			return tokens.Result{User: u, Audiences: auds}, true, nil
+			return tokens.Result{User: u, UID: u.UID, Audiences: auds}, true, nil
 		}
 	}
 	if a.sa != nil {

@@ -23,10 +23,10 @@ func TestParseTokens(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "empty", in: "", want: map[string]request.User{}},
-		{name: "no groups", in: "tok,bob,42\n", want: map[string]request.User{"tok": {Name: "bob"}}},
-		{name: "groups", in: "tok,alice,1,\"a, b\"\n", want: map[string]request.User{"tok": {Name: "alice", Groups: []string{"a", "b"}}}},
+		{name: "no groups", in: "tok,bob,42\n", want: map[string]request.User{"tok": {Name: "bob", UID: "42"}}},
+		{name: "groups", in: "tok,alice,1,\"a, b\"\n", want: map[string]request.User{"tok": {Name: "alice", UID: "1", Groups: []string{"a", "b"}}}},
 		{name: "two lines", in: "t1,u1,1\nt2,u2,2,g\n", want: map[string]request.User{
-			"t1": {Name: "u1"}, "t2": {Name: "u2", Groups: []string{"g"}}}},
+			"t1": {Name: "u1", UID: "1"}, "t2": {Name: "u2", UID: "2", Groups: []string{"g"}}}},
 		{name: "too few fields", in: "tok,bob\n", wantErr: true},
 		{name: "empty token", in: ",bob,1\n", wantErr: true},
 	}
@@ -43,7 +43,7 @@ func TestParseTokens(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 			for tok, u := range tt.want {
-				if g := got[tok]; g.Name != u.Name || !slices.Equal(g.Groups, u.Groups) {
+				if g := got[tok]; g.Name != u.Name || g.UID != u.UID || !slices.Equal(g.Groups, u.Groups) {
 					t.Errorf("%s: got %+v, want %+v", tok, g, u)
 				}
 			}

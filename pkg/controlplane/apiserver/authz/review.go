@@ -54,7 +54,13 @@ func reviewedResource(served iter.Seq[*registry.Resource], attrs *authzv1.Resour
 // list and watch of pods are allowed by their field selector, which the
 // spec carries.
 func ReviewSubject(ctx context.Context, z Authorizer, served iter.Seq[*registry.Resource], spec *authzv1.SubjectAccessReviewSpec) authzv1.SubjectAccessReviewStatus {
-	u := request.User{Name: spec.User, Groups: spec.Groups}
+	u := request.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	if len(spec.Extra) > 0 {
+		u.Extra = make(map[string][]string, len(spec.Extra))
+		for k, v := range spec.Extra {
+			u.Extra[k] = v
+		}
+	}
 	fieldSelector := ""
 	if a := spec.ResourceAttributes; a != nil && a.FieldSelector != nil {
 		fieldSelector = a.FieldSelector.RawSelector

@@ -3,10 +3,14 @@ package request
 import "context"
 
 // User is an authenticated client, as authentication in front of the
-// API server found it (x509 CN/O, token).
+// API server found it (x509 CN/O, token), as upstream's user.Info.
 type User struct {
 	Name   string
+	UID    string
 	Groups []string
+	// Extra is what the authenticator adds (a service account token's
+	// credential ID, pod and node).
+	Extra map[string][]string
 }
 
 type userKey struct{}
