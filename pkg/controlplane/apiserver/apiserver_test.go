@@ -88,6 +88,10 @@ func run(m *testing.M) int {
 	defer srv.Close()
 	baseURL = srv.URL
 	client = kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+	if err := bootstrapPolicy(ctx, s, &rest.Config{Host: srv.URL}); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	return m.Run()
 }
 

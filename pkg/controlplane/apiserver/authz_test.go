@@ -113,7 +113,7 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 	}
 	admin := request.User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}
 	node := request.User{Name: "system:node:node-a", Groups: []string{"system:nodes"}}
-	stranger := request.User{Name: "bob"}
+	stranger := request.User{Name: "bob", Groups: []string{"system:authenticated"}}
 	if !review(admin, "create", "pods", "default") {
 		t.Error("admin may not create pods")
 	}

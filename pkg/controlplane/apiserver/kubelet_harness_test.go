@@ -62,6 +62,10 @@ func newKubeletHarnessWith(t *testing.T, logs kubelettest.LogFunc, mutate func(*
 	t.Cleanup(front.Close)
 	h := &kubeletHarness{api: api, url: front.URL, config: &rest.Config{Host: front.URL}, kubelet: kubelet}
 	h.client = kubernetes.NewForConfigOrDie(h.config)
+	// its own prefix: a policy of its own
+	if err := bootstrapPolicy(ctx, api, h.config); err != nil {
+		t.Fatal(err)
+	}
 	h.addNode(t, "n1", kubelet.Host, kubelet.Port)
 	return h
 }

@@ -93,7 +93,7 @@ func TestMetricsEndpointAuthorization(t *testing.T) {
 		{request.User{Name: "admin", Groups: []string{mastersGroup}}, "GET", http.StatusOK},
 		{request.User{Name: "prometheus", Groups: []string{monitoringGroup}}, "GET", http.StatusOK},
 		{request.User{Name: "prometheus", Groups: []string{monitoringGroup}}, "DELETE", http.StatusForbidden},
-		{request.User{Name: "alice"}, "GET", http.StatusForbidden},
+		{request.User{Name: "alice", Groups: []string{"system:authenticated"}}, "GET", http.StatusForbidden},
 		{request.User{Name: "system:node:n1", Groups: []string{nodesGroup}}, "GET", http.StatusForbidden},
 		{request.User{Name: "admin", Groups: []string{mastersGroup}}, "DELETE", http.StatusOK},
 	} {

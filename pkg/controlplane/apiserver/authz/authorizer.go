@@ -113,14 +113,12 @@ type Data struct {
 	RBAC RBACReader
 }
 
-// New builds the API server's chain, in order. RBAC goes after Node
-// (upstream's --authorization-mode=Node,RBAC).
+// New builds the API server's chain, in order, as kube-apiserver's:
+// the privileged group system:masters, then Node, then RBAC
+// (--authorization-mode=Node,RBAC).
 func New(d Data) Chain {
 	c := Chain{
-		{"system:masters", grantLink{authorizeMasters, rulesIf(IsMaster, clusterAdminRules)}},
-		{"system:basic-user", grantLink{authorizeOpenReviews, rulesIf(everyone, basicUserRules)}},
-		{"system:auth-delegator", grantLink{authorizeDelegators, rulesIf(isDelegator, delegatorRules)}},
-		{"system:monitoring", grantLink{authorizeMonitoring, rulesIf(isMonitor, monitoringRules)}},
+		{"system:masters", AuthorizerFunc(authorizeMasters)},
 		{"Node", &NodeAuthorizer{Pods: d.Pods, Claims: d.Claims}},
 	}
 	if d.RBAC != nil {

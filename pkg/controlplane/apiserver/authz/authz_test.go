@@ -15,12 +15,16 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
-// TestChainOrder: the links in the documented order (doc.go); RBAC is
-// to go after Node.
+// TestChainOrder: the links in the documented order (doc.go), as
+// kube-apiserver's: the privileged group, Node, RBAC.
 func TestChainOrder(t *testing.T) {
-	want := []string{"system:masters", "system:basic-user", "system:auth-delegator", "system:monitoring", "Node"}
+	want := []string{"system:masters", "Node"}
 	if got := New(Data{}).Names(); !slices.Equal(got, want) {
 		t.Errorf("chain %v, want %v", got, want)
+	}
+	want = append(want, "RBAC")
+	if got := New(Data{RBAC: &fakeRBAC{}}).Names(); !slices.Equal(got, want) {
+		t.Errorf("chain with RBAC %v, want %v", got, want)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 const (
 	MastersGroup    = "system:masters"    // all-powerful
 	NodesGroup      = "system:nodes"      // node agents: see NodeAuthorizer
-	MonitoringGroup = "system:monitoring" // reads /metrics
+	MonitoringGroup = "system:monitoring" // reads /metrics (the bootstrap binding)
 	NodeUserPrefix  = "system:node:"      // a node's user name: the prefix and the node's name
 )
 

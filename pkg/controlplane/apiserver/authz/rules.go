@@ -49,51 +49,6 @@ func (c Chain) RulesFor(ctx context.Context, u request.User, namespace string) R
 	return out
 }
 
-// grantLink is one of the hard-coded links: it decides with authorize
-// and lists its grants with rules.
-type grantLink struct {
-	authorize AuthorizerFunc
-	rules     func(u request.User) []rbacv1.PolicyRule
-}
-
-func (g grantLink) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
-	return g.authorize(ctx, a)
-}
-
-func (g grantLink) ListRules(_ context.Context, u request.User, _ string) ([]rbacv1.PolicyRule, bool, error) {
-	return g.rules(u), false, nil
-}
-
-// The rules of the hard-coded links, as upstream's bootstrap roles
-// (cluster-admin, system:basic-user, system:monitoring) give them.
-var (
-	clusterAdminRules = fullAuthority
-	basicUserRules    = []rbacv1.PolicyRule{
-		{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
-		{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
-	}
-	delegatorRules = []rbacv1.PolicyRule{
-		{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}},
-		{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}},
-	}
-	monitoringRules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{metricsPath}}}
-)
-
-func rulesIf(grant func(request.User) bool, rules []rbacv1.PolicyRule) func(request.User) []rbacv1.PolicyRule {
-	return func(u request.User) []rbacv1.PolicyRule {
-		if grant(u) {
-			return rules
-		}
-		return nil
-	}
-}
-
-func everyone(request.User) bool { return true }
-
-func isDelegator(u request.User) bool { return delegators[u.Name] }
-
-func isMonitor(u request.User) bool { return HasGroup(u, MonitoringGroup) }
-
 // ListRules: a node's rules depend on its pods; upstream's node
 // authorizer lists none and says so.
 func (z *NodeAuthorizer) ListRules(_ context.Context, u request.User, _ string) ([]rbacv1.PolicyRule, bool, error) {
