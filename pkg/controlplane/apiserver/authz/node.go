@@ -45,10 +45,47 @@ type NodeAuthorizer struct {
 // Authorize allows what the node's rules allow.
 func (z *NodeAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
 	node, ok := NodeName(a.User)
-	if !ok || !a.IsResourceRequest() || !z.allows(ctx, node, a) {
+	if !ok || !a.IsResourceRequest() {
 		return DecisionNoOpinion, "", nil
 	}
+	if !z.allows(ctx, node, a) {
+		return DecisionNoOpinion, refusalReason(node, a), nil
+	}
 	return DecisionAllow, "", nil
+}
+
+// refusalReason is upstream's reason for a refusal of the node
+// authorizer's own, where it gives one (the Forbidden message ends with
+// it): leases and pods.
+func refusalReason(node string, a Attributes) string {
+	switch a.Resource.GVK.Group + "/" + a.Resource.Plural {
+	case "coordination.k8s.io/leases":
+		return leaseRefusal(node, a)
+	case "/pods":
+		switch {
+		case a.Subresource != "":
+		case (a.Verb == "list" || a.Verb == "watch") && a.Name == "":
+			return "can only list/watch pods with spec.nodeName field selector"
+		case a.Verb == "get":
+			return "no relationship found between node '" + node + "' and this object"
+		}
+	}
+	return ""
+}
+
+// leaseRefusal is upstream's authorizeLease: get, create, update, patch
+// and delete of the node's own lease in kube-node-lease (a create's name
+// is NodeRestriction's to check); "" allows.
+func leaseRefusal(node string, a Attributes) string {
+	switch {
+	case a.Verb != "get" && !writeVerbs[a.Verb] && a.Verb != "delete":
+		return "can only get, create, update, patch, or delete a node lease"
+	case a.Namespace != v1.NamespaceNodeLease:
+		return `can only access leases in the "` + v1.NamespaceNodeLease + `" system namespace`
+	case a.Verb != "create" && a.Name != node:
+		return "can only access node lease with the same name as the requesting node"
+	}
+	return ""
 }
 
 func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) bool {
@@ -57,7 +94,7 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 	case "/nodes":
 		return nodeMayAccessNode(a)
 	case "coordination.k8s.io/leases":
-		return writeVerbs[a.Verb] || a.Verb == "delete" || (a.Namespace == v1.NamespaceNodeLease && a.Name == node)
+		return leaseRefusal(node, a) == ""
 	case "/events", "events.k8s.io/events":
 		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
 	case "/services", "/endpoints", "/namespaces":

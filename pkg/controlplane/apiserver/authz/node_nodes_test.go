@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
@@ -49,6 +51,34 @@ func TestNodeMayNotUseKubeletSubresources(t *testing.T) {
 		a.User, a.Resource = nodeUser, nodes
 		if d, _, _ := z.Authorize(context.Background(), a); d != DecisionNoOpinion {
 			t.Errorf("%s nodes/%s %s: %v, want no opinion", a.Verb, a.Name, a.Subresource, d)
+		}
+	}
+}
+
+// TestNodeRefusalReasons: upstream's reasons for the node authorizer's
+// own refusals of leases and pods, and its lease rules.
+func TestNodeRefusalReasons(t *testing.T) {
+	leases := &registry.Resource{GVK: schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, Plural: "leases", Namespaced: true}
+	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2"}}
+	z := &NodeAuthorizer{Pods: fakePods{other}}
+	for _, tc := range []struct {
+		a      Attributes
+		allow  bool
+		reason string
+	}{
+		{Attributes{Verb: "get", Resource: leases, Namespace: "kube-node-lease", Name: "n1"}, true, ""},
+		{Attributes{Verb: "create", Resource: leases, Namespace: "kube-node-lease"}, true, ""},
+		{Attributes{Verb: "get", Resource: leases, Namespace: "kube-node-lease", Name: "n2"}, false, "can only access node lease with the same name as the requesting node"},
+		{Attributes{Verb: "update", Resource: leases, Namespace: "default", Name: "n1"}, false, `can only access leases in the "kube-node-lease" system namespace`},
+		{Attributes{Verb: "list", Resource: leases, Namespace: "kube-node-lease"}, false, "can only get, create, update, patch, or delete a node lease"},
+		{Attributes{Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n1"}, true, ""},
+		{Attributes{Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n2"}, false, "can only list/watch pods with spec.nodeName field selector"},
+		{Attributes{Verb: "get", Resource: podsResource, Namespace: "ns", Name: "theirs"}, false, "no relationship found between node 'n1' and this object"},
+	} {
+		tc.a.User = nodeUser
+		d, reason, err := z.Authorize(context.Background(), tc.a)
+		if (d == DecisionAllow) != tc.allow || reason != tc.reason || err != nil {
+			t.Errorf("%s %s %s/%s %q: %v %q %v, want allowed %v %q", tc.a.Verb, tc.a.Resource.Plural, tc.a.Namespace, tc.a.Name, tc.a.FieldSelector, d, reason, err, tc.allow, tc.reason)
 		}
 	}
 }
