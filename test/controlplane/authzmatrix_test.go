@@ -135,15 +135,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 	inNS := func(n string) string { return `in the namespace "` + n + `"` }
 	rows := []matrixRow{
 		{"anonymous", "list pods", anonymous, pods, http.StatusUnauthorized, "Unauthorized", false},
-		{"node A", "get its node's status", nodeCS, "/api/v1/nodes/" + nodeA + "/status", http.StatusOK, "", false},
+		{"node A", "get its node", nodeCS, "/api/v1/nodes/" + nodeA, http.StatusOK, "", false},
 		{"node A", "get its lease", nodeCS, lease(nodeA), http.StatusOK, "", false},
 		{"node A", "list its pods", nodeCS, nodePods(nodeA), http.StatusOK, "", false},
 		{"node A", "get node B's status", nodeCS, "/api/v1/nodes/" + nodeB + "/status", http.StatusForbidden,
 			`nodes "` + nodeB + `" is forbidden: User "system:node:` + nodeA + `" cannot get resource "nodes/status" in API group "" at the cluster scope`, false},
 		{"node A", "get node B's lease", nodeCS, lease(nodeB), http.StatusForbidden,
-			`leases.coordination.k8s.io "` + nodeB + `" is forbidden: User "system:node:` + nodeA + `" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "kube-node-lease"`, false},
+			`leases.coordination.k8s.io "` + nodeB + `" is forbidden: User "system:node:` + nodeA + `" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "kube-node-lease": ` +
+				"can only access node lease with the same name as the requesting node", false},
 		{"node A", "list node B's pods", nodeCS, nodePods(nodeB), http.StatusForbidden,
-			cannotListPods("system:node:"+nodeA, "at the cluster scope"), false},
+			cannotListPods("system:node:"+nodeA, "at the cluster scope") + ": can only list/watch pods with spec.nodeName field selector", false},
 		{"service account, no binding", "list pods in its namespace", loneCS, pods, http.StatusForbidden, cannotListPods(saUser("lone"), inNS(ns)), false},
 		{"service account, RoleBinding", "list pods in its namespace", boundCS, pods, http.StatusOK, "", true},
 		{"service account, RoleBinding", "list pods in default", boundCS, "/api/v1/namespaces/default/pods", http.StatusForbidden,

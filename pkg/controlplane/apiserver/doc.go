@@ -5,7 +5,7 @@
 // that unmodified kubectl and client-go work against it.
 //
 // Requests are authorized by package authz's chain (system:masters, the
-// review APIs, system:monitoring, the node authorizer). Writes pass
+// node authorizer, RBAC over the bootstrap policy). Writes pass
 // upstream's built-in admission, package admission, in upstream's order:
 // the mutating plugins (NamespaceLifecycle, ServiceAccount,
 // NodeRestriction, DefaultTolerationSeconds, DefaultStorageClass,
