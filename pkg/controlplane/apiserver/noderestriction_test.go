@@ -185,8 +185,9 @@ func TestNodeRestrictionLeases(t *testing.T) {
 	runRestrictionCases(t, nodeUser("nr-lease-a"), []restrictionCase{
 		{"another node's lease", http.MethodPost, leases, lease("nr-lease-b"),
 			http.StatusForbidden, `leases.coordination.k8s.io "nr-lease-b" is forbidden: can only access node lease with the same name as the requesting node`},
+		// refused by the node authorizer before admission, as upstream
 		{"a lease elsewhere", http.MethodPost, "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease("nr-lease-a"),
-			http.StatusForbidden, `leases.coordination.k8s.io "nr-lease-a" is forbidden: can only access leases in the "kube-node-lease" system namespace`},
+			http.StatusForbidden, `leases.coordination.k8s.io is forbidden: User "system:node:nr-lease-a" cannot create resource "leases" in API group "coordination.k8s.io" in the namespace "default": can only access leases in the "kube-node-lease" system namespace`},
 		{"its lease", http.MethodPost, leases, lease("nr-lease-a"), http.StatusCreated, ""},
 		{"renew", http.MethodPatch, leases + "/nr-lease-a", `{"spec":{"holderIdentity":"nr-lease-a"}}`, http.StatusOK, ""},
 		{"delete", http.MethodDelete, leases + "/nr-lease-a", "", http.StatusOK, ""},
