@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,17 @@ func expiredToken(t *testing.T, sa *corev1.ServiceAccount) string {
 // message.
 func (r matrixRow) ask(ctx context.Context) (int, string) {
 	var code int
-	err := r.client.CoreV1().RESTClient().Get().AbsPath(r.path).Do(ctx).StatusCode(&code).Error()
+	u, err := url.Parse(r.path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	req := r.client.CoreV1().RESTClient().Get().AbsPath(u.Path)
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			req = req.Param(k, v)
+		}
+	}
+	err = req.Do(ctx).StatusCode(&code).Error()
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return code, status.Status().Message
