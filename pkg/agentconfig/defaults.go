@@ -107,6 +107,7 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.SeccompDefault, false)
 	c.setAuthDefaults()
 	c.setImageGCDefaults()
+	c.setEvictionDefaults()
 	if c.MaxPods == 0 {
 		c.MaxPods = DefaultMaxPods
 	}

@@ -1,6 +1,7 @@
 package agentconfig
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -40,6 +41,9 @@ func (c *Config) Validate() (warnings []string, err error) {
 	// Upstream's own check and messages; the agent has no KubeletTracing
 	// gate (on by default upstream): tracing is always allowed.
 	errs = append(errs, tracingapi.ValidateTracingConfiguration(c.Tracing, nil, field.NewPath("tracing"))...)
+	if err := c.validateEviction(); err != nil {
+		return c.warnings(), errors.Join(errs.ToAggregate(), err)
+	}
 	return c.warnings(), errs.ToAggregate()
 }
 
