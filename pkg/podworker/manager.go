@@ -128,6 +128,9 @@ type Config struct {
 	// UserNamespaces allocates the user namespaces of pods with
 	// hostUsers: false (nil: such pods get no sandbox).
 	UserNamespaces UserNamespaces
+	// Pressure is the node's pressure conditions, which node admission
+	// checks first (the kubelet's eviction admit handler; nil: none).
+	Pressure func() []v1.NodeConditionType
 }
 
 // The kubelet's container restart back-off: 10 s doubling to 5 min, reset
@@ -365,7 +368,10 @@ func (m *Manager) setPods(ctx context.Context, pods []*v1.Pod) bool {
 		m.cfg.Tracer.Record(p, podtrace.Step{Name: podtrace.StepSeen, Start: seen, End: seen,
 			Detail: "source " + p.Annotations[podutil.ConfigSourceAnnotation]})
 		if needsAdmission(p) {
-			r := checkSysctls(p, m.sysctls) // upstream's sysctl handler runs before the predicates
+			r := m.admitUnderPressure(p)
+			if r.Admit {
+				r = checkSysctls(p, m.sysctls) // upstream's sysctl handler runs before the predicates
+			}
 			if r.Admit {
 				if node == nil {
 					info := m.nodeInfo(ctx)

@@ -54,6 +54,7 @@ type worker struct {
 	// condition to that status (preempted: DisruptionTarget).
 	failReason, failMessage string
 	failCondition           *v1.PodCondition
+	graceOverride           *int64 // an eviction's grace period (evict.go)
 	// stopped is closed once nothing of a pod stopped for good runs.
 	stopped   chan struct{}
 	apiStatus bool // status is the API's, kept while nothing of the pod runs
@@ -278,7 +279,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 		// finished while it still runs (the agent was down while it was
 		// being stopped): stop it, and report what was stopped.
 		w.dropAPIStatus()
-		if execErr = w.killPod(ctx, pod, st, gracePeriod(pod)); execErr == nil {
+		if execErr = w.killPod(ctx, pod, st, w.stopGrace(pod)); execErr == nil {
 			w.releaseUserNamespace()
 			w.markStopped()
 		}
@@ -453,10 +454,11 @@ func (w *worker) finish(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus)
 	w.mu.Unlock()
 	w.d.probes.RemovePod(w.uid)
 	w.log.Info("pod finished", "phase", w.Status().Phase)
-	if err := w.killPod(ctx, pod, st, gracePeriod(pod)); err != nil {
+	if err := w.killPod(ctx, pod, st, w.stopGrace(pod)); err != nil {
 		w.log.Error("stop finished pod", "err", err)
 		return false
 	}
+	w.releaseEvictedVolumes(pod)
 	w.markStopped()
 	w.releaseUserNamespace() // as the kubelet's SyncTerminatedPod
 	w.unregisterObjects(pod)
