@@ -40,9 +40,6 @@ const (
 	ReasonNoDiskPressure        = "KubeletHasNoDiskPressure"
 	ReasonSufficientPID         = "KubeletHasSufficientPID"
 	MessageKubeletReady         = "kubelet is posting ready status"
-	messageSufficientMemory     = "kubelet has sufficient memory available"
-	messageNoDiskPressure       = "kubelet has no disk pressure"
-	messageSufficientPID        = "kubelet has sufficient PID available"
 	labelHostname, labelOS      = "kubernetes.io/hostname", "kubernetes.io/os"
 	labelArch                   = "kubernetes.io/arch"
 	containerRuntimeVersionName = "containerd"
@@ -97,8 +94,11 @@ type NodeConfig struct {
 	// MaxImages largest (-1: all; the kubelet's nodeStatusMaxImages).
 	Images    ImageLister
 	MaxImages int32
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Pressure, when set, is the eviction manager's active pressure
+	// conditions (MemoryPressure, DiskPressure, PIDPressure); nil: none.
+	Pressure func() []v1.NodeConditionType
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // NodeStatus registers the Node and keeps its status current.
@@ -299,12 +299,7 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 	if msg := n.readyProblem(ctx); msg != "" {
 		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: ReasonKubeletNotReady, Message: msg}
 	}
-	conds := []v1.NodeCondition{
-		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: ReasonSufficientMemory, Message: messageSufficientMemory},
-		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: ReasonNoDiskPressure, Message: messageNoDiskPressure},
-		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: ReasonSufficientPID, Message: messageSufficientPID},
-		ready,
-	}
+	conds := append(n.pressureConditions(), ready)
 	if n.cfg.NetworkCondition != nil {
 		if c, ok := n.cfg.NetworkCondition(); ok {
 			conds = append(conds, c)
