@@ -102,6 +102,10 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil && nodeAPIEnabled(cfg, true) {
 		api.Node.SetKubeletPort(*cfg.Port)
 	}
+	press := &pressure{} // the eviction manager's, read before it runs
+	if api != nil {
+		api.Node.SetPressure(press.Conditions)
+	}
 	wcfg := podworker.Config{
 		Runtime:      rt,
 		Images:       rt,
@@ -133,6 +137,8 @@ func Run(ctx context.Context, o Options) error {
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 
 		Network: gate.Err,
+
+		Pressure: press.Conditions,
 	}
 	host := volume.Host{RootDir: o.Flags.RootDir, NodeName: nodeName, Mounter: volume.SysMounter{}, Allocatable: wcfg.Allocatable}
 	var objects *objectmanager.Manager
@@ -169,7 +175,7 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, pressure: press, nodeName: nodeName, nodeIP: nodeIP, log: log})
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or
@@ -232,6 +238,7 @@ type parts struct {
 	network          *networkGate
 	metrics          *metrics.Metrics
 	traces           *podtrace.Log
+	pressure         *pressure
 	nodeName, nodeIP string
 	log              *slog.Logger
 }
@@ -285,6 +292,11 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		return err
 	}
 	c.helper(func() { gc.Run(gctx) })
+	ev, err := newEviction(gctx, o, p, gc)
+	if err != nil {
+		return err
+	}
+	c.helper(func() { ev.Run(gctx) })
 
 	health := func() error {
 		if err := pleg.Healthy(); err != nil {

@@ -84,6 +84,9 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 	// instances are shared by the tests and the machine's disk may be
 	// past the kubelet's 85%: a collection would take the busybox image
 	// from under the other tests. (imageMaximumGCAge still turns it on.)
+	// evictionHard {}: no eviction thresholds, for the same shared disk
+	// (past the kubelet's nodefs.available 10%, it would evict the tests'
+	// pods); eviction tests set their own with SetEvictionHard.
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
@@ -96,6 +99,7 @@ cgroupRoot: %s
 fileCheckFrequency: 20s
 syncFrequency: 10s
 imageGCHighThresholdPercent: 100
+evictionHard: {}
 `, a.ManifestDir, inst.Socket, a.Port, a.SecurePort, a.LogsDir, inst.CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }
@@ -211,6 +215,18 @@ func (a *Agent) AppendConfig(lines string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// SetEvictionHard replaces the agent's evictionHard (before Start), a
+// flow-style YAML map such as `{memory.available: 1Gi}`.
+func (a *Agent) SetEvictionHard(thresholds string) error {
+	path := filepath.Join(a.Dir, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cfg := strings.Replace(string(b), "evictionHard: {}\n", "evictionHard: "+thresholds+"\n", 1)
+	return os.WriteFile(path, []byte(cfg), 0o644)
 }
 
 // Logs returns everything the agent logged so far.
