@@ -110,7 +110,7 @@ func newAgentOn(t *testing.T, inst framework.Instance, node string, cri *nart.Cl
 
 // newAgentConfigured is newAgentOn with KubeletConfiguration lines added
 // to the agent's config.
-func newAgentConfigured(t *testing.T, inst framework.Instance, node string, cri *nart.Client, config string) *framework.Agent {
+func newAgentConfigured(t *testing.T, inst framework.Instance, node string, cri *nart.Client, config string, prepare ...func(*framework.Agent) error) *framework.Agent {
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "node.kubeconfig")
@@ -125,6 +125,11 @@ func newAgentConfigured(t *testing.T, inst framework.Instance, node string, cri 
 	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
 	if err := a.AppendConfig(config); err != nil {
 		t.Fatal(err)
+	}
+	for _, fn := range prepare {
+		if err := fn(a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
