@@ -114,3 +114,36 @@ func TestAdmissionUnderPressure(t *testing.T) {
 	}
 	eventually(t, "burstable running", func() (bool, string) { return allRunning(h.pod(burst.UID)) })
 }
+
+// The eviction manager's DeleteAllUnusedContainers removes every dead
+// container and sandbox of an evicted (finished) pod, and leaves a
+// running pod alone.
+func TestCollectAllGarbage(t *testing.T) {
+	h := newManager(t, critest.NewFakeRuntimeService(), critest.NewFakeImageService())
+	h.start(t)
+	gone, kept := staticPod("gone", nil), staticPod("kept", nil)
+	gone.Annotations, kept.Annotations = nil, nil
+	h.pods <- []*v1.Pod{gone, kept}
+	eventually(t, "both running", func() (bool, string) {
+		if ok, d := allRunning(h.pod(gone.UID)); !ok {
+			return false, d
+		}
+		return allRunning(h.pod(kept.UID))
+	})
+	stopped, _ := h.m.Evict(gone.UID, Eviction{Message: "evicted", GracePeriodSeconds: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := WaitEvicted(ctx, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.CollectAllGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sandboxes, containers := h.runtimeObjects()
+	if len(sandboxes) != 1 || len(containers) != 1 {
+		t.Errorf("left %v %v, want only the running pod's", sandboxes, containers)
+	}
+	if ok, d := allRunning(h.pod(kept.UID)); !ok {
+		t.Errorf("kept: %s", d)
+	}
+}
