@@ -26,7 +26,7 @@ func TestEvictionDefaults(t *testing.T) {
 // the default set, or merges into it with mergeDefaultEvictionSettings.
 func TestEvictionLoads(t *testing.T) {
 	base := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-	c, err := Decode([]byte(base + "evictionHard:\n  memory.available: 200Mi\nevictionPressureTransitionPeriod: 5s\nevictionMaxPodGracePeriod: 30\n" +
+	c, _, err := Decode([]byte(base + "evictionHard:\n  memory.available: 200Mi\nevictionPressureTransitionPeriod: 5s\nevictionMaxPodGracePeriod: 30\n" +
 		"evictionSoft: {memory.available: 1Gi}\nevictionSoftGracePeriod: {memory.available: 1m}\nevictionMinimumReclaim: {memory.available: 0.5Gi}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestEvictionLoads(t *testing.T) {
 	if _, err := c.Validate(); err != nil {
 		t.Errorf("validate: %v", err)
 	}
-	c, err = Decode([]byte(base + "mergeDefaultEvictionSettings: true\nevictionHard:\n  memory.available: 200Mi\n"))
+	c, _, err = Decode([]byte(base + "mergeDefaultEvictionSettings: true\nevictionHard:\n  memory.available: 200Mi\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

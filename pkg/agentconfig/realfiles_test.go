@@ -54,7 +54,7 @@ func TestKubeadmConfig(t *testing.T) {
 	checkWarnings(t, warnings, notImplementedWarnings("config file "+path+": ",
 		"httpCheckFrequency", "rotateCertificates", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency",
 		"volumeStatsAggPeriod", "cpuManagerReconcilePeriod",
-		"evictionPressureTransitionPeriod", "memorySwap", "logging", "shutdownGracePeriod",
+		"memorySwap", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods", "crashLoopBackOff"))
 	if c.StaticPodPath != "/etc/kubernetes/manifests" || c.CgroupDriver != "systemd" ||
 		!slices.Equal(c.ClusterDNS, []string{"10.96.0.10"}) || c.ClusterDomain != "cluster.local" ||
@@ -86,10 +86,9 @@ func TestK3sDropins(t *testing.T) {
 	k3s := "drop-in config file " + filepath.Join(dir, "00-k3s-defaults.conf") + ": "
 	user := "drop-in config file " + filepath.Join(dir, "50-user.conf") + ": "
 	want := notImplementedWarnings(k3s,
-		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod", "evictionHard",
-		"evictionPressureTransitionPeriod", "evictionMinimumReclaim", "failSwapOn", "memorySwap", "logging",
+		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod", "failSwapOn", "memorySwap", "logging",
 		"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "crashLoopBackOff")
-	checkWarnings(t, warnings, append(want, notImplementedWarnings(user, "evictionHard")...))
+	checkWarnings(t, warnings, append(want, notImplementedWarnings(user)...))
 	if c.ContainerRuntimeEndpoint != "unix:///run/k3s/containerd/containerd.sock" || c.CgroupDriver != "cgroupfs" ||
 		c.StaticPodPath != "/var/lib/rancher/k3s/agent/pod-manifests" ||
 		c.TLSCertFile != "/var/lib/rancher/k3s/agent/serving-kubelet.crt" || *c.SerializeImagePulls {
@@ -110,7 +109,7 @@ func TestEKSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := notImplementedWarnings("config file "+file+": ",
-		"tlsCipherSuites", "hairpinMode", "evictionHard", "protectKernelDefaults", "featureGates",
+		"tlsCipherSuites", "hairpinMode", "protectKernelDefaults", "featureGates",
 		"providerID", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods")
 	want = append(want, notImplementedWarnings("drop-in config file "+filepath.Join(dir, "40-nodeadm.conf")+": ", "featureGates")...)
