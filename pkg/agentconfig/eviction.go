@@ -4,23 +4,13 @@ import "github.com/nodeagent/nodeagent/pkg/eviction"
 
 // Eviction is the eviction part of the configuration, for
 // eviction.NewPolicy.
-func (c *Config) Eviction() eviction.Config {
-	return eviction.Config{
-		EvictionHard: c.EvictionHard, EvictionSoft: c.EvictionSoft,
-		EvictionSoftGracePeriod: c.EvictionSoftGracePeriod, EvictionMinimumReclaim: c.EvictionMinimumReclaim,
-		EvictionPressureTransitionPeriod: c.EvictionPressureTransitionPeriod,
-		EvictionMaxPodGracePeriod:        c.EvictionMaxPodGracePeriod,
-		MergeDefaultEvictionSettings:     c.MergeDefaultEvictionSettings,
-	}
-}
+func (c *Config) Eviction() eviction.Config { return c.Config }
 
 // setEvictionDefaults applies the kubelet's: the default evictionHard
 // (merged key by key with mergeDefaultEvictionSettings), the 5m
 // transition period, mergeDefaultEvictionSettings false.
 func (c *Config) setEvictionDefaults() {
-	e := c.Eviction()
-	e.SetDefaults()
-	c.EvictionHard, c.EvictionPressureTransitionPeriod = e.EvictionHard, e.EvictionPressureTransitionPeriod
+	c.Config.SetDefaults()
 	defaultPtr(&c.MergeDefaultEvictionSettings, false)
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 )
 
 func TestEvictionDefaults(t *testing.T) {
@@ -15,7 +17,7 @@ func TestEvictionDefaults(t *testing.T) {
 	if c.EvictionPressureTransitionPeriod.Duration != 5*time.Minute || *c.MergeDefaultEvictionSettings || c.EvictionMaxPodGracePeriod != 0 {
 		t.Errorf("defaults: transition %v merge %v maxGrace %d", c.EvictionPressureTransitionPeriod, *c.MergeDefaultEvictionSettings, c.EvictionMaxPodGracePeriod)
 	}
-	c = &Config{EvictionHard: map[string]string{}}
+	c = &Config{Config: eviction.Config{EvictionHard: map[string]string{}}}
 	c.SetDefaults()
 	if len(c.EvictionHard) != 0 {
 		t.Errorf("an explicit empty evictionHard is kept empty, got %v", c.EvictionHard)

@@ -178,24 +178,37 @@ func decodeFields(raw map[string]json.RawMessage, c *Config) error {
 		if !ok {
 			continue
 		}
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[key], v.Field(i).Addr().Interface()); err != nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[key], v.FieldByIndex(i).Addr().Interface()); err != nil {
 			errs = append(errs, fmt.Errorf("field %q: %w", key, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-var fieldIndex = sync.OnceValue(func() map[string]int {
-	t := reflect.TypeFor[Config]()
-	m := map[string]int{}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			m[name] = i
-		}
-	}
+// fieldIndex maps each JSON key of Config to its field's index path. An
+// embedded struct without a json tag (eviction.Config) is inline, as
+// encoding/json treats it; TypeMeta (tagged ",inline") is decoded apart,
+// by decodeTypeMeta.
+var fieldIndex = sync.OnceValue(func() map[string][]int {
+	m := map[string][]int{}
+	indexFields(reflect.TypeFor[Config](), nil, m)
 	return m
 })
+
+func indexFields(t reflect.Type, prefix []int, m map[string][]int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		path := append(slices.Clone(prefix), i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		switch {
+		case tag == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			indexFields(f.Type, path, m)
+		case name != "" && name != "-":
+			m[name] = path
+		}
+	}
+}
 
 func prefixed(prefix string, warnings []string) []string {
 	out := make([]string, len(warnings))

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 )
 
 // The only apiVersion and kind accepted in a config file.
@@ -178,21 +180,15 @@ type Config struct {
 	// none). Default: unset (no export).
 	Tracing *tracingapi.TracingConfiguration `json:"tracing,omitempty"`
 
-	// The eviction manager's settings, under the kubelet's names and with
-	// its defaults (see Eviction and pkg/eviction): evictionHard (default
-	// memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%,
-	// imagefs.available<15%; a set map replaces the default unless
-	// mergeDefaultEvictionSettings), evictionSoft with
+	// The eviction manager's settings, inline under the kubelet's names
+	// and with its defaults (see pkg/eviction Config): evictionHard
+	// (default memory.available<100Mi, nodefs.available<10%,
+	// nodefs.inodesFree<5%, imagefs.available<15%; a set map replaces the
+	// default unless mergeDefaultEvictionSettings), evictionSoft with
 	// evictionSoftGracePeriod, evictionMinimumReclaim,
 	// evictionPressureTransitionPeriod (default 5m) and
 	// evictionMaxPodGracePeriod (a soft eviction's grace, default 0).
-	EvictionHard                     map[string]string `json:"evictionHard,omitempty"`
-	EvictionSoft                     map[string]string `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod          map[string]string `json:"evictionSoftGracePeriod,omitempty"`
-	EvictionMinimumReclaim           map[string]string `json:"evictionMinimumReclaim,omitempty"`
-	EvictionPressureTransitionPeriod metav1.Duration   `json:"evictionPressureTransitionPeriod,omitempty"`
-	EvictionMaxPodGracePeriod        int32             `json:"evictionMaxPodGracePeriod,omitempty"`
-	MergeDefaultEvictionSettings     *bool             `json:"mergeDefaultEvictionSettings,omitempty"`
+	eviction.Config
 }
 
 // UserNamespaces is the kubelet's userNamespaces section.
