@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 
 	"k8s.io/client-go/kubernetes"
@@ -43,6 +44,10 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	if err != nil {
 		return nil, err
 	}
+	profiling := cfg.EnableProfilingHandler == nil || *cfg.EnableProfilingHandler
+	if profiling && cfg.EnableContentionProfiling {
+		goruntime.SetBlockProfileRate(1) // as the kubelet: every blocking event
+	}
 	mon, err := monitoring(o, p)
 	if err != nil {
 		return nil, err
@@ -50,6 +55,7 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	srv, err := nodeapi.New(nodeapi.Config{
 		NodeName: p.nodeName, Pods: p.mgr, Runtime: p.rt, Health: health, Configz: cfg, Logger: p.log,
 		Authenticator: authn, Authorizer: nodeAuthorizer(cfg, client), Monitoring: mon, Traces: p.traces,
+		Profiling: profiling,
 	})
 	if err != nil {
 		return nil, err

@@ -104,6 +104,7 @@ func (c *Config) SetDefaults() {
 	}
 	defaultPtr(&c.SerializeImagePulls, true)
 	defaultPtr(&c.EnableServer, true)
+	defaultPtr(&c.EnableProfilingHandler, true)
 	defaultPtr(&c.SeccompDefault, false)
 	c.setAuthDefaults()
 	c.setImageGCDefaults()

@@ -144,6 +144,13 @@ type Config struct {
 	// EnableServer enables the authenticated node API server (Port); the
 	// read-only and healthz servers have their own ports. Default: true.
 	EnableServer *bool `json:"enableServer,omitempty"`
+	// EnableProfilingHandler serves Go's profiles on the node API under
+	// /debug/pprof/ (authorized as nodes/proxy, as upstream). Default: true.
+	EnableProfilingHandler *bool `json:"enableProfilingHandler,omitempty"`
+	// EnableContentionProfiling records blocking events for the block
+	// profile (runtime.SetBlockProfileRate(1)); only with the profiling
+	// handler, as upstream. Default: false.
+	EnableContentionProfiling bool `json:"enableContentionProfiling,omitempty"`
 	// NodeStatusUpdateFrequency is the node status report period. Default: 10s.
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
 	// RegisterWithTaints are set on the Node when the agent registers it

@@ -306,6 +306,7 @@ func TestRequestAttributes(t *testing.T) {
 		{"POST", "/checkpoint/a/b/c", "create", []string{"checkpoint"}},
 		{"GET", "/containerLogs/a/b/c", "get", []string{"proxy"}},
 		{"GET", "/debug/pods/a/b/trace", "get", []string{"proxy"}},
+		{"GET", "/debug/pprof/heap", "get", []string{"proxy"}},
 		{"POST", "/exec/a/b/c", "create", []string{"proxy"}},
 		{"PUT", "/x", "update", []string{"proxy"}},
 		{"PATCH", "/x", "patch", []string{"proxy"}},

@@ -54,7 +54,10 @@ type Config struct {
 	// Traces, when set, serves the pods' start step logs on
 	// /debug/pods/{namespace}/{pod}/trace.
 	Traces Traces
-	Logger *slog.Logger
+	// Profiling serves Go's profiles under /debug/pprof/, as the kubelet's
+	// enableProfilingHandler.
+	Profiling bool
+	Logger    *slog.Logger
 }
 
 // Monitoring are the handlers of the kubelet's metrics and stats paths,
@@ -118,6 +121,9 @@ func (s *Server) routes() {
 		if h != nil {
 			s.mux.Handle("GET "+path, h)
 		}
+	}
+	if s.cfg.Profiling {
+		s.mux.HandleFunc("GET "+pprofPath, pprofHandler)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
