@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -37,6 +38,13 @@ type Source struct {
 	informer cache.SharedIndexInformer
 	factory  informers.SharedInformerFactory
 	changed  chan struct{}
+	// copies are the last snapshot's pods by UID, reused while the
+	// informer holds the same resourceVersion: a burst of n pods sends n
+	// snapshots of up to n pods, and copying the unchanged ones again
+	// each time cost more agent CPU than anything else it did for them.
+	// Only Run's goroutine uses it; the receivers do not change the pods
+	// they get (the pod manager skips a pod whose version it has).
+	copies map[types.UID]*v1.Pod
 }
 
 // New builds the informer; Run starts it.
@@ -100,25 +108,42 @@ func (s *Source) Run(ctx context.Context, out chan<- podsource.APIPods) error {
 // pods) and mirror pods, each sorted by namespace/name.
 func (s *Source) snapshot() podsource.APIPods {
 	var set podsource.APIPods
+	copies := make(map[types.UID]*v1.Pod, len(s.copies))
 	for _, obj := range s.informer.GetStore().List() {
 		pod, ok := obj.(*v1.Pod)
 		if !ok {
 			continue
 		}
+		p := s.copyOf(pod)
+		copies[pod.UID] = p
 		if _, mirror := pod.Annotations[podutil.ConfigMirrorAnnotation]; mirror {
-			set.Mirrors = append(set.Mirrors, pod.DeepCopy())
-			continue
+			set.Mirrors = append(set.Mirrors, p)
+		} else {
+			set.Pods = append(set.Pods, p)
 		}
-		p := pod.DeepCopy()
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[podutil.ConfigSourceAnnotation] = podutil.SourceAPI
-		set.Pods = append(set.Pods, p)
 	}
+	s.copies = copies
 	sortPods(set.Pods)
 	sortPods(set.Mirrors)
 	return set
+}
+
+// copyOf returns the snapshot's copy of the informer's pod: the previous
+// one while its resourceVersion is the same, else a new copy (a pod to run
+// annotated as an API pod).
+func (s *Source) copyOf(pod *v1.Pod) *v1.Pod {
+	if prev := s.copies[pod.UID]; prev != nil && pod.ResourceVersion != "" && prev.ResourceVersion == pod.ResourceVersion {
+		return prev
+	}
+	p := pod.DeepCopy()
+	if _, mirror := pod.Annotations[podutil.ConfigMirrorAnnotation]; mirror {
+		return p
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[podutil.ConfigSourceAnnotation] = podutil.SourceAPI
+	return p
 }
 
 func sortPods(pods []*v1.Pod) {

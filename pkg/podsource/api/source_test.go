@@ -88,3 +88,53 @@ func TestSourceSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSnapshotReusesUnchangedCopies(t *testing.T) {
+	src, err := New(Config{Client: fake.NewClientset(), NodeName: "node-a", Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := src.informer.GetStore()
+	a, b := boundPod("a", "u1", v1.PodPending), boundPod("b", "u2", v1.PodPending)
+	a.ResourceVersion, b.ResourceVersion = "10", "11"
+	static := boundPod("s", "u3", v1.PodPending) // no resourceVersion: always copied
+	for _, p := range []*v1.Pod{a, b, static} {
+		if err := store.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := src.snapshot()
+	b2 := b.DeepCopy()
+	b2.ResourceVersion, b2.Labels = "12", map[string]string{"x": "y"}
+	if err := store.Update(b2); err != nil {
+		t.Fatal(err)
+	}
+	second := src.snapshot()
+	if len(second.Pods) != 3 {
+		t.Fatalf("pods = %v", names(second.Pods))
+	}
+	if second.Pods[0] != first.Pods[0] {
+		t.Error("unchanged pod a was copied again")
+	}
+	if second.Pods[1] == first.Pods[1] || second.Pods[1].Labels["x"] != "y" || second.Pods[1].ResourceVersion != "12" {
+		t.Errorf("changed pod b not copied anew: %+v", second.Pods[1].ObjectMeta)
+	}
+	if second.Pods[2] == first.Pods[2] {
+		t.Error("a pod without resourceVersion was reused")
+	}
+	for _, p := range second.Pods {
+		if p.Annotations[podutil.ConfigSourceAnnotation] != podutil.SourceAPI {
+			t.Errorf("pod %s lacks the API source annotation", p.Name)
+		}
+		if p == a || p == b2 {
+			t.Errorf("pod %s is the informer's own object", p.Name)
+		}
+	}
+	if err := store.Delete(a); err != nil {
+		t.Fatal(err)
+	}
+	src.snapshot()
+	if _, kept := src.copies["u1"]; kept {
+		t.Error("the copy of a deleted pod is kept")
+	}
+}
