@@ -40,6 +40,25 @@ func (r storeReaders) ListPods(ctx context.Context, ns string) ([]*v1.Pod, error
 	return pods, nil
 }
 
+// FindPod reports whether a pod of the namespace matches: from the watch
+// cache, and from etcd when the cache has none, so that the node
+// authorizer refuses nothing for the cache's lag. The cache answers the
+// requests of running pods (every TokenRequest and secret read of a
+// node): an etcd list of the namespace for each was the API server's
+// largest cost in a burst of pod starts.
+func (r storeReaders) FindPod(ctx context.Context, ns string, match func(*v1.Pod) bool) (bool, error) {
+	st := r.s.store("/v1/pods")
+	filter := func(o runtime.Object) bool { return match(o.(*v1.Pod)) }
+	list, err := st.List(ctx, ns, storage.ListOptions{ResourceVersion: "0", Filter: filter})
+	if err == nil && len(list.Items) > 0 {
+		return true, nil
+	}
+	if list, err = st.List(ctx, ns, storage.ListOptions{Filter: filter}); err != nil {
+		return false, fmt.Errorf("list pods in %s: %w", ns, err)
+	}
+	return len(list.Items) > 0, nil
+}
+
 // ListClaims lists the claims of every namespace.
 func (r storeReaders) ListClaims(ctx context.Context) ([]*v1.PersistentVolumeClaim, error) {
 	return listAll[*v1.PersistentVolumeClaim](ctx, r.s.store("/v1/persistentvolumeclaims"), "")

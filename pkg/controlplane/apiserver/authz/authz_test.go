@@ -118,6 +118,11 @@ func (f fakePods) ListPods(_ context.Context, ns string) ([]*v1.Pod, error) {
 	return out, nil
 }
 
+func (f fakePods) FindPod(ctx context.Context, ns string, match func(*v1.Pod) bool) (bool, error) {
+	pods, _ := f.ListPods(ctx, ns)
+	return slices.ContainsFunc(pods, match), nil
+}
+
 // TestNodeAuthorizerAlone: the link on its own, without a server: what a
 // node may read of its pods, and no opinion on other users and paths.
 func TestNodeAuthorizerAlone(t *testing.T) {

@@ -13,10 +13,15 @@ import (
 )
 
 // PodReader reads pods as the node authorizer needs them: one pod (the
-// store's errors unchanged: NotFound is told apart) and a namespace's pods.
+// store's errors unchanged: NotFound is told apart), a namespace's pods,
+// and whether a namespace has a pod that matches.
 type PodReader interface {
 	GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error)
 	ListPods(ctx context.Context, namespace string) ([]*v1.Pod, error)
+	// FindPod may answer from a cache that lags the store, as upstream's
+	// node authorizer answers from its graph, which informers feed; but
+	// not "none" while the store has one (a pod bound a moment ago).
+	FindPod(ctx context.Context, namespace string, match func(*v1.Pod) bool) (bool, error)
 }
 
 // ClaimLister lists the persistent volume claims of every namespace.
@@ -208,29 +213,17 @@ func singleObject(a Attributes) (string, bool) {
 // usedByNodePod reports whether a pod bound to the node refers to the
 // secret or config map (volumes, env, envFrom, image pull secrets).
 func (z *NodeAuthorizer) usedByNodePod(ctx context.Context, node, kind, ns, name string) bool {
-	pods, err := z.Pods.ListPods(ctx, ns)
-	if err != nil {
-		return false
-	}
-	for _, pod := range pods {
-		if pod.Spec.NodeName == node && podRefers(pod, kind, name) {
-			return true
-		}
-	}
-	return false
+	found, err := z.Pods.FindPod(ctx, ns, func(pod *v1.Pod) bool {
+		return pod.Spec.NodeName == node && podRefers(pod, kind, name)
+	})
+	return err == nil && found
 }
 
 func (z *NodeAuthorizer) nodeRunsServiceAccount(ctx context.Context, node, ns, name string) bool {
-	pods, err := z.Pods.ListPods(ctx, ns)
-	if err != nil {
-		return false
-	}
-	for _, pod := range pods {
-		if pod.Spec.NodeName == node && pod.Spec.ServiceAccountName == name {
-			return true
-		}
-	}
-	return false
+	found, err := z.Pods.FindPod(ctx, ns, func(pod *v1.Pod) bool {
+		return pod.Spec.NodeName == node && pod.Spec.ServiceAccountName == name
+	})
+	return err == nil && found
 }
 
 // podRefers reports whether the pod names the secret or config map
