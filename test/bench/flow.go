@@ -80,6 +80,10 @@ type flowResult struct {
 	nodeReady     time.Duration // agent started -> node Ready and untainted
 	idle          usage         // the agent once the node is Ready, 0 pods
 	burst         usage         // RssAnon with the burst Running; CPU time of its start
+	// The CPU time of each burst, by part, from its start to its pods
+	// running (raw: StartContainer returned and the poller saw them;
+	// flow: the watch saw them Running).
+	rawCPU, burstCPU cpuParts
 }
 
 // flowRunner drives the agent through the API.
@@ -90,6 +94,9 @@ type flowRunner struct {
 	tracker *apiTracker
 	pid     int // the agent's
 	timeout time.Duration
+	// cpu: sample the CPU parts over start's window into cpuUsed.
+	cpu     bool
+	cpuUsed cpuParts
 }
 
 func runFlow(ctx context.Context, env *runtimeEnv) error {
@@ -156,15 +163,35 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 		}
 	}
 	fmt.Printf("flow: raw CRI, %d pods at once ...\n", *flowPods)
+	cpu0, err := sampleCPU(pid)
+	if err != nil {
+		return err
+	}
+	raw.cpu = &cpuSampling{agentPid: pid}
 	if res.raw.batch, err = raw.runBatch(ctx, seriesNames("fraw-burst", *flowPods)); err != nil {
 		return fmt.Errorf("raw CRI: %w", err)
 	}
+	res.rawCPU, raw.cpu = raw.cpu.end.sub(cpu0), nil
 	if err := waitNoSandbox(ctx, env.cri, o.timeout); err != nil {
 		return err
 	}
 	fmt.Printf("flow: API, %d pods at once ...\n", *flowPods)
+	f.cpu = true
+	var prof *burstProfiles
+	if *flowProfileDir != "" {
+		window := makespan(res.raw.batch, startReturned).median * 1.5 * float64(time.Millisecond)
+		if prof, err = startBurstProfiles(ctx, cp.admin, flowNode, *flowProfileDir, time.Duration(window)); err != nil {
+			return err
+		}
+	}
 	if res.batch, res.burst, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
 		return err
+	}
+	res.burstCPU = f.cpuUsed
+	if prof != nil {
+		if err := prof.stop(); err != nil {
+			return err
+		}
 	}
 	printFlowReport(&res, o)
 	return nil
@@ -284,6 +311,12 @@ func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, u
 	if err != nil {
 		return nil, usage{}, fmt.Errorf("agent usage: %w", err)
 	}
+	var cpu0 cpuParts
+	if f.cpu {
+		if cpu0, err = sampleCPU(f.pid); err != nil {
+			return nil, usage{}, err
+		}
+	}
 	c, err := createPods(ctx, f.cs, flowNamespace, pods, len(pods), f.timeout)
 	if err != nil {
 		return nil, usage{}, err
@@ -297,6 +330,13 @@ func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, u
 		return nil, usage{}, fmt.Errorf("agent usage: %w", err)
 	}
 	u.cpu -= before.cpu
+	if f.cpu {
+		cpu1, err := sampleCPU(f.pid)
+		if err != nil {
+			return nil, usage{}, err
+		}
+		f.cpuUsed = cpu1.sub(cpu0)
+	}
 	sightings, err := f.watch.wait(ctx, names, f.timeout)
 	if err != nil {
 		return nil, usage{}, fmt.Errorf("CRI poll: %w", err)

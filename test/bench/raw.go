@@ -53,6 +53,9 @@ type rawRunner struct {
 	// (runtime.PodRefFromLabels). Labels are containerd metadata: runc and
 	// the CNI plugins get the same work.
 	besideAgent bool
+	// cpu, when set, is sampled once a batch's pods run (before their
+	// removal), with the agent's pid (0: none) for its part.
+	cpu *cpuSampling
 
 	mu        sync.Mutex
 	sandboxes map[string]*v1.Pod // live sandboxes made by the bench
@@ -101,6 +104,9 @@ func (r *rawRunner) runBatch(ctx context.Context, names []string) ([]podTiming, 
 	err := errors.Join(errs...)
 	if err == nil {
 		err = completeTimings(ctx, r.cri, r.watch, timings, r.timeout)
+	}
+	if err == nil && r.cpu != nil {
+		r.cpu.end, err = sampleCPU(r.cpu.agentPid)
 	}
 	return timings, errors.Join(err, r.removeAll(ctx))
 }
