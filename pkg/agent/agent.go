@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -277,7 +276,7 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		c.run("object managers", func() error { return p.objects.Run(gctx) })
 		pods = merged
 	}
-	events := make(chan types.UID, 256)
+	events := make(chan runtime.PodEvent, 256)
 	pleg := runtime.NewPLEG(rt, plegPeriod, log)
 	pleg.Relisted, pleg.Listed = p.metrics.PLEGRelisted, p.metrics.PLEGListed
 	c.helper(func() { pleg.Run(gctx, events) })

@@ -120,7 +120,7 @@ func TestFinishedAPIPodIsNotStarted(t *testing.T) {
 			h.pods <- []*v1.Pod{done, next}
 			waitReady(t, h)
 			eventually(t, "next running", func() (bool, string) { return allRunning(h.pod(next.UID)) })
-			h.events <- done.UID // a later sync changes nothing either
+			h.events <- runtime.PodEvent{UID: done.UID} // a later sync changes nothing either
 			h.pods <- []*v1.Pod{done, next}
 
 			if n := count(h.rt.GetCalls(), "RunPodSandbox"); n != 1 {
@@ -212,7 +212,7 @@ func TestPodFailedInAPIIsStopped(t *testing.T) {
 		return len(cs) == 1 && !strings.HasSuffix(cs[0], "RUNNING"), fmt.Sprint(cs)
 	})
 	waitPhase(t, h, pod.UID, v1.PodFailed)
-	h.events <- pod.UID
+	h.events <- runtime.PodEvent{UID: pod.UID}
 	h.pods <- []*v1.Pod{failed}
 	if n := count(h.rt.GetCalls(), "StartContainer"); n != 1 {
 		t.Errorf("StartContainer called %d times, want 1: a failed pod is not restarted", n)

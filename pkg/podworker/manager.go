@@ -274,7 +274,7 @@ func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
 // Run dispatches pod sets and runtime events to workers until ctx ends.
 // Pods keep running when it returns, as they do when the kubelet stops.
-func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan types.UID) error {
+func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan runtime.PodEvent) error {
 	house := time.NewTicker(m.cfg.HousekeepingPeriod)
 	defer house.Stop()
 	// The probe workers live as long as Run: the end of ctx cancels their
@@ -292,9 +292,14 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 			if first {
 				m.housekeeping(ctx)
 			}
-		case uid := <-events:
-			m.noteRuntimeUID(uid)
-			m.wakeWorker(uid)
+		case ev := <-events:
+			m.noteRuntimeUID(ev.UID)
+			m.mu.Lock()
+			w := m.workers[ev.UID]
+			m.mu.Unlock()
+			if w != nil {
+				w.wakeFor(ev)
+			}
 		case <-house.C:
 			m.housekeeping(ctx)
 		}

@@ -30,7 +30,7 @@ type harness struct {
 	img     *critest.FakeImageService
 	m       *Manager
 	pods    chan []*v1.Pod
-	events  chan types.UID
+	events  chan runtime.PodEvent
 	logsDir string
 	rootDir string
 }
@@ -39,7 +39,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 func newManager(t *testing.T, rt *critest.FakeRuntimeService, img *critest.FakeImageService) *harness {
 	t.Helper()
-	h := &harness{rt: rt, img: img, pods: make(chan []*v1.Pod), events: make(chan types.UID),
+	h := &harness{rt: rt, img: img, pods: make(chan []*v1.Pod), events: make(chan runtime.PodEvent),
 		logsDir: t.TempDir(), rootDir: t.TempDir()}
 	m, err := New(Config{
 		Runtime: rt, Images: img, NodeName: "node1", NodeIP: "192.0.2.1",
@@ -339,7 +339,7 @@ func TestManagerRestartsCrashedContainer(t *testing.T) {
 
 	// First crash: no back-off yet, the container restarts with restartCount 1.
 	h.exitContainer(t, attempt(0), 1)
-	h.events <- pod.UID
+	h.events <- runtime.PodEvent{UID: pod.UID}
 	eventually(t, "restart", func() (bool, string) {
 		p := h.pod(pod.UID)
 		ok, detail := allRunning(p)
@@ -348,7 +348,7 @@ func TestManagerRestartsCrashedContainer(t *testing.T) {
 
 	// Second crash: the restart is backing off.
 	h.exitContainer(t, attempt(1), 2)
-	h.events <- pod.UID
+	h.events <- runtime.PodEvent{UID: pod.UID}
 	eventually(t, "CrashLoopBackOff", func() (bool, string) {
 		p := h.pod(pod.UID)
 		cs := p.Status.ContainerStatuses[0]

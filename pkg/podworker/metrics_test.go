@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
 // recordingMetrics is an Observer that records every call.
@@ -79,7 +81,7 @@ func (r *recordingMetrics) snapshot() (passes map[string]int, pulls []string, st
 func startMetricsManager(t *testing.T, obs Observer) *harness {
 	t.Helper()
 	h := &harness{rt: critest.NewFakeRuntimeService(), img: critest.NewFakeImageService(),
-		pods: make(chan []*v1.Pod), events: make(chan types.UID), logsDir: t.TempDir(), rootDir: t.TempDir()}
+		pods: make(chan []*v1.Pod), events: make(chan runtime.PodEvent), logsDir: t.TempDir(), rootDir: t.TempDir()}
 	h.img.SetFakeImageSize(42)
 	m, err := New(Config{
 		Runtime: h.rt, Images: h.img, NodeName: "node1", NodeIP: "192.0.2.1",
@@ -109,8 +111,8 @@ func TestMetricsHooksSeeAPodStartOnce(t *testing.T) {
 	})
 
 	// Later passes (a resync nudge, a runtime event) do not start them again.
-	h.events <- a.UID
-	h.events <- b.UID
+	h.events <- runtime.PodEvent{UID: a.UID}
+	h.events <- runtime.PodEvent{UID: b.UID}
 	eventually(t, "the nudged passes", func() (bool, string) {
 		passes, _, _, _ := rec.snapshot()
 		return passes[opSync] >= 2, fmt.Sprint(passes)

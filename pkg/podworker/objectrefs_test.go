@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
 // fakeReferences records the pods registered with the object managers;
@@ -85,7 +87,7 @@ func TestObjectReferencesFinishedPod(t *testing.T) {
 	eventually(t, "pod running", func() (bool, string) { return allRunning(h.pod(pod.UID)) })
 	sandboxID := critest.BuildSandboxName(&criv1.PodSandboxMetadata{Name: "done", Namespace: "default", Uid: "uid-done"})
 	h.exitContainer(t, critest.BuildContainerName(&criv1.ContainerMetadata{Name: "c0"}, sandboxID), 0)
-	h.events <- pod.UID
+	h.events <- runtime.PodEvent{UID: pod.UID}
 	eventually(t, "the finished pod unregistered", func() (bool, string) {
 		_, gone, _ := refs.state(pod.UID)
 		return gone && h.pod(pod.UID).Status.Phase == v1.PodSucceeded, fmt.Sprintf("unregistered %v, phase %s", gone, h.pod(pod.UID).Status.Phase)

@@ -11,6 +11,7 @@ import (
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
 	"github.com/nodeagent/nodeagent/pkg/podtrace"
+	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
 func traceNames(tr podtrace.Trace) []string {
@@ -39,7 +40,7 @@ func TestWorkerTracesAPodsStart(t *testing.T) {
 		return strings.Contains(fmt.Sprint(cs), initID+"=CONTAINER_RUNNING"), fmt.Sprint(cs)
 	})
 	h.exitContainer(t, initID, 0)
-	h.events <- pod.UID
+	h.events <- runtime.PodEvent{UID: pod.UID}
 	eventually(t, "pod running", func() (bool, string) { return allRunning(h.pod(pod.UID)) })
 	eventually(t, "c0 ready in the trace", func() (bool, string) {
 		tr, _ := traces.Get("default", "traced", "")

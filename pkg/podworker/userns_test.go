@@ -12,6 +12,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/pkg/userns"
 )
 
@@ -138,7 +139,7 @@ func TestUserNamespaceFreedWhenPodFinishes(t *testing.T) {
 	eventually(t, "job running", func() (bool, string) { return allRunning(h.pod(job.UID)) })
 	sandboxID := critest.BuildSandboxName(&criv1.PodSandboxMetadata{Name: "job", Namespace: "default", Uid: "uid-job"})
 	h.exitContainer(t, critest.BuildContainerName(&criv1.ContainerMetadata{Name: "c0"}, sandboxID), 0)
-	h.events <- job.UID
+	h.events <- runtime.PodEvent{UID: job.UID}
 	waitPhase(t, h, job.UID, v1.PodSucceeded)
 
 	h.pods <- []*v1.Pod{job, next}

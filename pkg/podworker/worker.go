@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -61,7 +62,10 @@ type worker struct {
 	orphan    bool // known from the runtime only: no spec
 	// fresh: the runtime held nothing of the pod when its worker started
 	// (neverInRuntime), so its first sync need not ask.
-	fresh     bool
+	fresh bool
+	// seen is what the last read of the runtime saw of the pod's objects
+	// (nil before one): a relist that saw the same wakes no sync.
+	seen      runtime.PodObjects
 	startTime time.Time
 	synced    chan struct{} // closed after the first sync
 
@@ -283,7 +287,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			w.releaseUserNamespace()
 			w.markStopped()
 		}
-		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
+		if st, err = w.readRuntime(ctx, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
 		}
@@ -317,16 +321,22 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod) time.Duration {
 			break
 		}
 		execErr = errors.Join(execErr, w.execute(ctx, allocated, st, plan, pullSecrets, mounts))
-		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
+		if st, err = w.readRuntime(ctx, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
+		}
+		if !ComputePodActions(allocated, st, w.d.backoff, w.d.probes).Empty() {
+			// More to do on what the read saw (an init container that
+			// finished, a container that exited at once): the next
+			// relist's event must wake the sync that does it.
+			w.forgetSeen()
 		}
 	}
 	status := w.generateStatus(pod, st)
 	if isTerminal(status.Phase) && !terminal && w.finish(ctx, pod, st) {
 		// As the kubelet's SyncTerminatingPod, the status after the stop
 		// shows the containers terminated, without waiting for a resync.
-		if st, err = runtime.GetPodStatus(ctx, w.d.runtime, ref); err != nil {
+		if st, err = w.readRuntime(ctx, ref); err != nil {
 			w.log.Error("read pod status from runtime", "err", err)
 			return w.d.retryPeriod
 		}
@@ -353,7 +363,44 @@ func (w *worker) runtimeStatus(ctx context.Context, ref runtime.PodRef) (*runtim
 	if fresh {
 		return &runtime.PodStatus{Ref: ref}, nil
 	}
-	return runtime.GetPodStatus(ctx, w.d.runtime, ref)
+	return w.readRuntime(ctx, ref)
+}
+
+// readRuntime reads the pod's runtime state and keeps what it saw of the
+// pod's objects for wakeFor.
+func (w *worker) readRuntime(ctx context.Context, ref runtime.PodRef) (*runtime.PodStatus, error) {
+	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
+	if err == nil {
+		objs := st.Objects()
+		w.mu.Lock()
+		w.seen = objs
+		w.mu.Unlock()
+	}
+	return st, err
+}
+
+func (w *worker) forgetSeen() {
+	w.mu.Lock()
+	w.seen = nil
+	w.mu.Unlock()
+}
+
+// wakeFor wakes the worker for a relist's event unless its last read of
+// the runtime saw exactly the objects the relist saw (an event without
+// them always wakes). The relist after a
+// pod's start reports the sandbox and containers the start itself made
+// and read back; a sync for it would read the runtime again to find
+// nothing to do (four CRI calls per pod, and in a burst of starts the
+// runtime's CPU is the bottleneck). The kubelet's pod cache spares it
+// the same way: the worker's sync waits only for a cache newer than its
+// own last one.
+func (w *worker) wakeFor(ev runtime.PodEvent) {
+	w.mu.Lock()
+	same := w.seen != nil && ev.Seen != nil && maps.Equal(w.seen, ev.Seen)
+	w.mu.Unlock()
+	if !same {
+		w.wake()
+	}
 }
 
 func (w *worker) markSynced() {
@@ -367,7 +414,7 @@ func (w *worker) markSynced() {
 // reportFinalStatus publishes the stopped pod's status (containers
 // terminated, with exit codes) before its containers are removed.
 func (w *worker) reportFinalStatus(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) {
-	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
+	st, err := w.readRuntime(ctx, ref)
 	if err != nil {
 		w.log.Warn("final status", "err", err)
 		return
@@ -528,7 +575,7 @@ func (w *worker) stopAndClean(ctx context.Context, pod *v1.Pod) {
 }
 
 func (w *worker) stopAndCleanOnce(ctx context.Context, pod *v1.Pod, ref runtime.PodRef) error {
-	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
+	st, err := w.readRuntime(ctx, ref)
 	if err != nil {
 		return err
 	}

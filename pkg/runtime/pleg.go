@@ -50,13 +50,41 @@ type entry struct {
 	state int32
 }
 
+// PodObjects are a pod's sandboxes and containers by ID with their states
+// (a sandbox's CRI PodSandboxState; a container's CRI ContainerState plus
+// 100, so that the two never compare equal).
+type PodObjects map[string]int32
+
+// containerState is a container's state in PodObjects.
+func containerState(s criv1.ContainerState) int32 { return 100 + int32(s) }
+
+// PodEvent says that a pod's runtime objects changed, and what the relist
+// saw of them: a pod worker that last read exactly these has nothing new
+// to act on (its own start of the pod, seen by the next relist).
+type PodEvent struct {
+	UID  types.UID
+	Seen PodObjects
+}
+
+// Objects are the sandboxes and containers of the status, as PodObjects.
+func (s *PodStatus) Objects() PodObjects {
+	out := make(PodObjects, len(s.Sandboxes)+len(s.Containers))
+	for _, sb := range s.Sandboxes {
+		out[sb.ID] = int32(sb.State)
+	}
+	for _, c := range s.Containers {
+		out[c.ID] = containerState(c.State)
+	}
+	return out
+}
+
 // NewPLEG returns a PLEG relisting every period (the kubelet uses 1 s).
 func NewPLEG(rt Runtime, period time.Duration, log *slog.Logger) *PLEG {
 	return &PLEG{rt: rt, period: period, log: log, last: map[string]entry{}}
 }
 
-// Run relists until ctx ends, sending the UID of each changed pod on out.
-func (p *PLEG) Run(ctx context.Context, out chan<- types.UID) {
+// Run relists until ctx ends, sending an event for each changed pod on out.
+func (p *PLEG) Run(ctx context.Context, out chan<- PodEvent) {
 	t := time.NewTicker(p.period)
 	defer t.Stop()
 	for {
@@ -64,9 +92,9 @@ func (p *PLEG) Run(ctx context.Context, out chan<- types.UID) {
 		if err != nil {
 			p.log.Warn("PLEG relist failed", "err", err)
 		}
-		for _, uid := range changed {
+		for _, ev := range changed {
 			select {
-			case out <- uid:
+			case out <- ev:
 			case <-ctx.Done():
 				return
 			}
@@ -80,8 +108,8 @@ func (p *PLEG) Run(ctx context.Context, out chan<- types.UID) {
 }
 
 // Relist lists the runtime once and returns the pods whose objects changed
-// since the previous relist.
-func (p *PLEG) Relist(ctx context.Context) ([]types.UID, error) {
+// since the previous relist, with what it saw of each.
+func (p *PLEG) Relist(ctx context.Context) ([]PodEvent, error) {
 	start := time.Now()
 	cur, err := p.list(ctx)
 	if p.Relisted != nil {
@@ -103,9 +131,18 @@ func (p *PLEG) Relist(ctx context.Context) ([]types.UID, error) {
 		}
 	}
 	p.last = cur
-	out := make([]types.UID, 0, len(changed))
+	seen := make(map[types.UID]PodObjects, len(changed))
 	for uid := range changed {
-		out = append(out, uid)
+		seen[uid] = PodObjects{}
+	}
+	for id, e := range cur {
+		if objs, ok := seen[e.uid]; ok {
+			objs[id] = e.state
+		}
+	}
+	out := make([]PodEvent, 0, len(changed))
+	for uid, objs := range seen {
+		out = append(out, PodEvent{UID: uid, Seen: objs})
 	}
 	return out, nil
 }
@@ -130,8 +167,7 @@ func (p *PLEG) list(ctx context.Context) (map[string]entry, error) {
 	}
 	for _, c := range containers {
 		if ref, ok := PodRefFromLabels(c.Labels); ok {
-			// Distinguish container from sandbox states in the same map.
-			cur[c.Id] = entry{uid: ref.UID, state: 100 + int32(c.State)}
+			cur[c.Id] = entry{uid: ref.UID, state: containerState(c.State)}
 		}
 	}
 	return cur, nil

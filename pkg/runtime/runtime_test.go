@@ -354,8 +354,11 @@ func TestGRPCTarget(t *testing.T) {
 	}
 }
 
-func sorted(uids []types.UID) []types.UID {
-	out := append([]types.UID{}, uids...)
+func sorted(evs []PodEvent) []types.UID {
+	out := []types.UID{}
+	for _, ev := range evs {
+		out = append(out, ev.UID)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
@@ -407,6 +410,17 @@ func TestPLEGRelist(t *testing.T) {
 		}, []types.UID{"uid-1", "uid-2"}, false},
 		{"sandbox B removed", func() error { return rt.RemovePodSandbox(ctx, sbB) }, []types.UID{"uid-2"}, false},
 	}
+	// What the event of a step says the relist saw of the pod.
+	seen := map[string]func() PodObjects{
+		"sandbox A appears": func() PodObjects { return PodObjects{sbA: int32(criv1.PodSandboxState_SANDBOX_READY)} },
+		"container A created and started": func() PodObjects {
+			return PodObjects{sbA: int32(criv1.PodSandboxState_SANDBOX_READY), cA: 100 + int32(criv1.ContainerState_CONTAINER_RUNNING)}
+		},
+		"container A exits": func() PodObjects {
+			return PodObjects{sbA: int32(criv1.PodSandboxState_SANDBOX_READY), cA: 100 + int32(criv1.ContainerState_CONTAINER_EXITED)}
+		},
+		"sandbox B removed": func() PodObjects { return PodObjects{} },
+	}
 	for i, s := range steps {
 		if err := s.act(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -417,6 +431,11 @@ func TestPLEGRelist(t *testing.T) {
 		}
 		if !s.wantErr && !reflect.DeepEqual(sorted(got), s.want) {
 			t.Errorf("%s: changed pods = %v, want %v", s.name, got, s.want)
+		}
+		if want, ok := seen[s.name]; ok {
+			if len(got) != 1 || !reflect.DeepEqual(got[0].Seen, want()) {
+				t.Errorf("%s: seen %+v, want %v", s.name, got, want())
+			}
 		}
 	}
 }
@@ -430,15 +449,49 @@ func TestPLEGRunSendsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan types.UID)
+	out := make(chan PodEvent)
 	done := make(chan struct{})
 	go func() {
 		NewPLEG(rt, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx, out)
 		close(done)
 	}()
-	if uid := <-out; uid != pod.UID { // the first relist runs at once
-		t.Errorf("got %q, want %q", uid, pod.UID)
+	if ev := <-out; ev.UID != pod.UID || len(ev.Seen) != 1 { // the first relist runs at once
+		t.Errorf("got %+v, want pod %q with its sandbox", ev, pod.UID)
 	}
 	cancel()
 	<-done
+}
+
+// TestPodStatusObjectsMatchRelist: a worker that read the pod's status
+// holds what the next relist reports of it, so that it can tell the
+// relist's event brings nothing new.
+func TestPodStatusObjectsMatchRelist(t *testing.T) {
+	ctx := context.Background()
+	rt := critest.NewFakeRuntimeService()
+	pod := testPod()
+	sb, err := rt.RunPodSandbox(ctx, &criv1.PodSandboxConfig{
+		Metadata: &criv1.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
+		Labels:   SandboxLabels(pod)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rt.CreateContainer(ctx, sb, &criv1.ContainerConfig{Metadata: &criv1.ContainerMetadata{Name: "c"},
+		Image: &criv1.ImageSpec{Image: "busybox:1"}, Labels: ContainerLabels(pod, &pod.Spec.Containers[0])}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := NewPLEG(rt, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil))).Relist(ctx)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("relist: %v, %v", evs, err)
+	}
+	st, err := GetPodStatus(ctx, rt, PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Objects(); !reflect.DeepEqual(got, evs[0].Seen) {
+		t.Errorf("status objects %v, relist saw %v", got, evs[0].Seen)
+	}
 }
