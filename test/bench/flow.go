@@ -84,6 +84,8 @@ type flowResult struct {
 	// running (raw: StartContainer returned and the poller saw them;
 	// flow: the watch saw them Running).
 	rawCPU, burstCPU cpuParts
+	requests         [2]requestCounts // the flow burst's, before and after
+	criCalls         [2]requestCounts // the agent's, likewise
 }
 
 // flowRunner drives the agent through the API.
@@ -94,9 +96,12 @@ type flowRunner struct {
 	tracker *apiTracker
 	pid     int // the agent's
 	timeout time.Duration
-	// cpu: sample the CPU parts over start's window into cpuUsed.
-	cpu     bool
-	cpuUsed cpuParts
+	// cpu: sample the CPU parts and the API requests over start's window
+	// into cpuUsed and requests.
+	cpu      bool
+	cpuUsed  cpuParts
+	requests [2]requestCounts // before, after
+	criCalls [2]requestCounts
 }
 
 func runFlow(ctx context.Context, env *runtimeEnv) error {
@@ -187,7 +192,7 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 	if res.batch, res.burst, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
 		return err
 	}
-	res.burstCPU = f.cpuUsed
+	res.burstCPU, res.requests, res.criCalls = f.cpuUsed, f.requests, f.criCalls
 	if prof != nil {
 		if err := prof.stop(); err != nil {
 			return err
@@ -313,6 +318,12 @@ func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, u
 	}
 	var cpu0 cpuParts
 	if f.cpu {
+		if f.requests[0], err = readRequestCounts(ctx, f.cs); err != nil {
+			return nil, usage{}, err
+		}
+		if f.criCalls[0], err = readCRICounts(ctx, f.cs, flowNode); err != nil {
+			return nil, usage{}, err
+		}
 		if cpu0, err = sampleCPU(f.pid); err != nil {
 			return nil, usage{}, err
 		}
@@ -336,6 +347,12 @@ func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, u
 			return nil, usage{}, err
 		}
 		f.cpuUsed = cpu1.sub(cpu0)
+		if f.requests[1], err = readRequestCounts(ctx, f.cs); err != nil {
+			return nil, usage{}, err
+		}
+		if f.criCalls[1], err = readCRICounts(ctx, f.cs, flowNode); err != nil {
+			return nil, usage{}, err
+		}
 	}
 	sightings, err := f.watch.wait(ctx, names, f.timeout)
 	if err != nil {

@@ -69,6 +69,10 @@ func printFlowReport(r *flowResult, o options) {
 	fmt.Println()
 	printBurstCPU(r)
 	fmt.Println()
+	printRequests(fmt.Sprintf("API requests of the %d-pod burst (apiserver_request_total, create to Running)", len(r.batch)),
+		r.requests[1], r.requests[0], len(r.batch))
+	printRequests("the agent's CRI calls in that time (kubelet_runtime_operations_total)", r.criCalls[1], r.criCalls[0], len(r.batch))
+	fmt.Println()
 	fmt.Printf("control plane start %.1f s; agent start -> node Ready and untainted %.1f s\n",
 		r.cpStartup.Seconds(), r.nodeReady.Seconds())
 	fmt.Printf("flow agent log: %s\n", flowAgentLogPath)
