@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"golang.org/x/sync/errgroup"
@@ -37,6 +38,36 @@ type Options struct {
 	// Certificates are the CAs that sign approved certificate signing
 	// requests; without signers no certificate approver and signer runs.
 	Certificates certificates.Config
+	// ClientFor is the API client of the controller that acts as the
+	// service account kube-system/name (one of the ServiceAccount*
+	// names), as kube-controller-manager's client builder with
+	// --use-service-account-credentials. The shared informers keep the
+	// client given to RunWithOptions (the controller manager's own
+	// identity). Nil: every controller uses that client too.
+	ClientFor func(name string) (kubernetes.Interface, error)
+}
+
+// The service accounts in kube-system that upstream's controllers act as
+// (cmd/kube-controller-manager/app, ClientBuilder.ClientOrDie); each is
+// bound to the ClusterRole system:controller:<name>.
+const (
+	ServiceAccountReplicaSet             = "replicaset-controller"
+	ServiceAccountDeployment             = "deployment-controller"
+	ServiceAccountGarbageCollector       = "generic-garbage-collector"
+	ServiceAccountNode                   = "node-controller" // node lifecycle and node IPAM
+	ServiceAccountPersistentVolume       = "persistent-volume-binder"
+	ServiceAccountEndpoint               = "endpoint-controller"
+	ServiceAccountEndpointSlice          = "endpointslice-controller"
+	ServiceAccountClusterRoleAggregation = "clusterrole-aggregation-controller"
+	ServiceAccountRootCACertPublisher    = "root-ca-cert-publisher"
+	ServiceAccountCertificate            = "certificate-controller" // CSR approving, signing, cleaning
+)
+
+// ServiceAccounts are the names ClientFor is called with.
+func ServiceAccounts() []string {
+	return []string{ServiceAccountReplicaSet, ServiceAccountDeployment, ServiceAccountGarbageCollector,
+		ServiceAccountNode, ServiceAccountPersistentVolume, ServiceAccountEndpoint, ServiceAccountEndpointSlice,
+		ServiceAccountClusterRoleAggregation, ServiceAccountRootCACertPublisher, ServiceAccountCertificate}
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -50,28 +81,40 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 		log = slog.Default()
 	}
 	factory := informers.NewSharedInformerFactory(client, ctrlutil.Resync)
+	clientsFor := make(map[string]kubernetes.Interface)
+	for _, name := range ServiceAccounts() {
+		clientsFor[name] = client
+		if opts.ClientFor == nil {
+			continue
+		}
+		c, err := opts.ClientFor(name)
+		if err != nil {
+			return fmt.Errorf("client for service account kube-system/%s: %w", name, err)
+		}
+		clientsFor[name] = c
+	}
 	// First: the constructors that can fail (on their configuration).
-	ipam, err := nodeipam.New(client, factory, opts.NodeIPAM, log.With("controller", "nodeipam"))
+	ipam, err := nodeipam.New(clientsFor[ServiceAccountNode], factory, opts.NodeIPAM, log.With("controller", "nodeipam"))
 	if err != nil {
 		return err
 	}
 	var certs *certificates.Controller
 	if opts.Certificates != (certificates.Config{}) {
-		if certs, err = certificates.New(client, factory, opts.Certificates, log.With("controller", "certificates")); err != nil {
+		if certs, err = certificates.New(clientsFor[ServiceAccountCertificate], factory, opts.Certificates, log.With("controller", "certificates")); err != nil {
 			return err
 		}
 	}
-	rs := replicaset.New(client, factory, log.With("controller", "replicaset"))
-	dep := deployment.New(client, factory, log.With("controller", "deployment"))
-	gc := garbagecollector.New(client, factory, log.With("controller", "garbagecollector"))
-	nl := nodelifecycle.New(client, factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
-	pv := persistentvolume.New(client, factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
-	ep := endpoint.New(client, factory, log.With("controller", "endpoint"))
-	eps := endpointslice.New(client, factory, log.With("controller", "endpointslice"))
-	cra := clusterroleaggregation.New(client, factory, log.With("controller", "clusterrole-aggregation"))
+	rs := replicaset.New(clientsFor[ServiceAccountReplicaSet], factory, log.With("controller", "replicaset"))
+	dep := deployment.New(clientsFor[ServiceAccountDeployment], factory, log.With("controller", "deployment"))
+	gc := garbagecollector.New(clientsFor[ServiceAccountGarbageCollector], factory, log.With("controller", "garbagecollector"))
+	nl := nodelifecycle.New(clientsFor[ServiceAccountNode], factory, opts.NodeLifecycle, log.With("controller", "nodelifecycle"))
+	pv := persistentvolume.New(clientsFor[ServiceAccountPersistentVolume], factory, opts.PersistentVolume, log.With("controller", "persistentvolume"))
+	ep := endpoint.New(clientsFor[ServiceAccountEndpoint], factory, log.With("controller", "endpoint"))
+	eps := endpointslice.New(clientsFor[ServiceAccountEndpointSlice], factory, log.With("controller", "endpointslice"))
+	cra := clusterroleaggregation.New(clientsFor[ServiceAccountClusterRoleAggregation], factory, log.With("controller", "clusterrole-aggregation"))
 	var rootCA *rootcacert.Publisher
 	if len(opts.RootCA) > 0 {
-		rootCA = rootcacert.New(client, factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
+		rootCA = rootcacert.New(clientsFor[ServiceAccountRootCACertPublisher], factory, opts.RootCA, log.With("controller", "root-ca-cert-publisher"))
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

@@ -170,13 +170,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return abort(nil) // ctx ended (nil) or a component failed (its error)
 	}
 
-	// The scheduler and the controllers are clients of the secure port, as
-	// the admin identity.
+	// The scheduler, the cluster DNS and the built-in endpoints are
+	// clients of the secure port as the admin identity; the controllers
+	// act as their own service accounts (runControllers).
 	// The scheduler gets its own, faster client: a binding and an event per
 	// pod would hold it to 25 pods/s at the controllers' 50 QPS.
 	adminClient, err := adminClientset(cfg, p, 50, 100)
 	if err != nil {
-		return abort(fmt.Errorf("controllers client: %w", err))
+		return abort(fmt.Errorf("admin client: %w", err))
 	}
 	schedClient, err := adminClientset(cfg, p, 200, 400)
 	if err != nil {
@@ -238,10 +239,17 @@ func Run(ctx context.Context, cfg Config) error {
 		g.Go(func() error { defer clients.Done(); return run() })
 	}
 	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
+	// The controllers start once the bootstrap policy is in, as
+	// kube-controller-manager waits for the API server's /healthz: their
+	// identities have no rights before it.
+	policyReady := make(chan struct{})
 	runClient(func() error {
-		return controller.RunWithOptions(gctx, adminClient, log.With("component", "controllers"),
-			controller.Options{NodeIPAM: cfg.nodeIPAM(), RootCA: p.CAPEM,
-				Certificates: certificates.Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA}})
+		select {
+		case <-policyReady:
+		case <-gctx.Done():
+			return nil
+		}
+		return runControllers(gctx, cfg, p, log.With("component", "controllers"))
 	})
 	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
 	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
@@ -264,6 +272,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if gctx.Err() != nil {
 		return stopped(g, health, log)
 	}
+	close(policyReady)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
@@ -314,6 +323,35 @@ func etcdMode(e *etcd.Etcd) string {
 		return "embedded"
 	}
 	return "external"
+}
+
+// runControllers runs the controllers as kube-controller-manager with
+// --use-service-account-credentials: the shared informers as
+// system:kube-controller-manager, each controller as its service account
+// in kube-system.
+func runControllers(ctx context.Context, cfg Config, p *pki.PKI, log *slog.Logger) error {
+	kcm, err := controllerManagerConfig(cfg, p, 50, 100)
+	if err != nil {
+		return err
+	}
+	shared, err := kubernetes.NewForConfig(kcm)
+	if err != nil {
+		return fmt.Errorf("controller manager client: %w", err)
+	}
+	builder, err := newSAClientBuilder(ctx, kcm, log)
+	if err != nil {
+		return err
+	}
+	err = controller.RunWithOptions(ctx, shared, log, controller.Options{
+		NodeIPAM:     cfg.nodeIPAM(),
+		RootCA:       p.CAPEM,
+		Certificates: certificates.Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA},
+		ClientFor:    builder.client,
+	})
+	if ctx.Err() != nil {
+		return nil // stopping (a client's first request may have been cut short)
+	}
+	return err
 }
 
 // adminClientset is a client of the local secure port as the admin.
