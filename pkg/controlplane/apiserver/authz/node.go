@@ -54,28 +54,98 @@ func (z *NodeAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision,
 		return DecisionNoOpinion, "", nil
 	}
 	if !z.allows(ctx, node, a) {
-		return DecisionNoOpinion, refusalReason(node, a), nil
+		return DecisionNoOpinion, z.refusalReason(ctx, node, a), nil
 	}
 	return DecisionAllow, "", nil
 }
 
 // refusalReason is upstream's reason for a refusal of the node
 // authorizer's own, where it gives one (the Forbidden message ends with
-// it): leases and pods.
-func refusalReason(node string, a Attributes) string {
+// it): leases, pods, and the objects a node reaches through its pods
+// (secrets, config maps, claims, volumes, service account tokens), as
+// upstream's authorizeReadNamespacedObject, authorizeGet,
+// authorizeStatusUpdate and authorizeCreateToken word them.
+func (z *NodeAuthorizer) refusalReason(ctx context.Context, node string, a Attributes) string {
 	switch a.Resource.GVK.Group + "/" + a.Resource.Plural {
 	case "coordination.k8s.io/leases":
 		return leaseRefusal(node, a)
 	case "/pods":
 		switch {
 		case a.Subresource != "":
-		case (a.Verb == "list" || a.Verb == "watch") && a.Name == "":
-			return "can only list/watch pods with spec.nodeName field selector"
 		case a.Verb == "get":
-			return "no relationship found between node '" + node + "' and this object"
+			return noRelationship(node)
+		case a.Verb == "list" || a.Verb == "watch":
+			if _, ok := singleObject(a); ok {
+				return noRelationship(node)
+			}
+			return "can only list/watch pods with spec.nodeName field selector"
 		}
+	case "/secrets", "/configmaps":
+		switch {
+		case !readVerbs[a.Verb]:
+			return "can only read resources of this type"
+		case a.Subresource != "":
+			return "cannot read subresource"
+		case a.Namespace == "":
+			return "can only read namespaced object of this type"
+		}
+		if _, ok := singleObject(a); !ok {
+			return "No Object name found"
+		}
+		return noRelationship(node)
+	case "/persistentvolumeclaims":
+		if a.Subresource == "status" {
+			return z.claimStatusRefusal(ctx, node, a)
+		}
+		return getRefusal(node, a)
+	case "/persistentvolumes":
+		return getRefusal(node, a)
+	case "/serviceaccounts":
+		switch {
+		case a.Verb != "create" || a.Name == "":
+			return "can only create tokens for individual service accounts"
+		case a.Subresource != "token":
+			return "can only create token subresource of serviceaccount"
+		}
+		return noRelationship(node)
 	}
 	return ""
+}
+
+// noRelationship is upstream's reason for an object no pod of the node
+// leads to (or that does not exist).
+func noRelationship(node string) string {
+	return "no relationship found between node '" + node + "' and this object"
+}
+
+// getRefusal is upstream's authorizeGet: one object, read whole.
+func getRefusal(node string, a Attributes) string {
+	switch {
+	case a.Verb != "get":
+		return "can only get individual resources of this type"
+	case a.Subresource != "":
+		return "cannot get subresource"
+	case a.Name == "":
+		return "No Object name found"
+	}
+	return noRelationship(node)
+}
+
+// claimStatusRefusal is upstream's authorizeStatusUpdate for claims.
+// Upstream lets a node write the status of its pods' claims (with
+// NodeRestriction narrowing the fields); this server's admission has no
+// such narrowing, so it refuses those writes too, and upstream has no
+// reason to give for them.
+func (z *NodeAuthorizer) claimStatusRefusal(ctx context.Context, node string, a Attributes) string {
+	switch {
+	case a.Verb != "update" && a.Verb != "patch":
+		return "can only get/update/patch this type"
+	case a.Name == "":
+		return "No Object name found"
+	case slices.Contains(z.nodeClaimNames(ctx, node, a.Namespace), a.Name):
+		return ""
+	}
+	return noRelationship(node)
 }
 
 // leaseRefusal is upstream's authorizeLease: get, create, update, patch
@@ -153,8 +223,9 @@ func nodeMayAccessNode(a Attributes) bool {
 	return false
 }
 
-// nodeMayAccessPod: lists and watches only with spec.nodeName=<node>,
-// reads of one pod only when it is bound to the node. Creates (mirror
+// nodeMayAccessPod: lists and watches only with spec.nodeName=<node> or
+// of one pod bound to the node, reads of one pod only when it is bound to
+// the node. Creates (mirror
 // pods, evictions), deletes and status writes pass as upstream's rules
 // let them, for NodeRestriction to narrow; the pod itself is not
 // updated by nodes, and no other subresource is theirs to read or write
@@ -163,12 +234,24 @@ func nodeMayAccessNode(a Attributes) bool {
 func (z *NodeAuthorizer) nodeMayAccessPod(ctx context.Context, node string, a Attributes) bool {
 	switch a.Verb {
 	case "list", "watch":
+		if a.Subresource != "" {
+			return false
+		}
 		sel, err := fields.ParseSelector(a.FieldSelector)
 		if err != nil {
 			return false
 		}
-		v, ok := sel.RequiresExactMatch("spec.nodeName")
-		return ok && v == node
+		if v, ok := sel.RequiresExactMatch("spec.nodeName"); ok && v == node {
+			return true
+		}
+		// As upstream: a list or watch of one pod (metadata.name=NAME, in
+		// a namespace) bound to the node.
+		name, ok := singleObject(a)
+		if !ok {
+			return false
+		}
+		pod, err := z.Pods.GetPod(ctx, a.Namespace, name)
+		return err == nil && pod.Spec.NodeName == node
 	case "create":
 		return a.Subresource == "" || a.Subresource == "eviction"
 	case "delete":
