@@ -24,6 +24,12 @@
 // reasons and messages (SuccessfulCreate, ScalingReplicaSet, NodeNotReady,
 // CIDRNotAvailable, ...).
 //
+// As kube-controller-manager with --use-service-account-credentials, the
+// shared informers use the client given to Run, and Options.ClientFor
+// gives each controller its own client: the service account in
+// kube-system upstream's controller acts as (ServiceAccounts), bound to
+// its system:controller:<name> ClusterRole.
+//
 // Use it from the all-in-one server once the API server is ready:
 //
 //	g.Go(func() error { return controller.Run(gctx, client, log.With("component", "controllers")) })

@@ -23,4 +23,12 @@
 // kube-apiserver's flags, 429 past them). /healthz, /livez and /readyz answer anyone, as kube-apiserver's
 // probe endpoints do; /readyz fails until etcd and the API server are ready
 // and whenever etcd stops answering.
+//
+// The controllers start once the bootstrap RBAC policy is reconciled and
+// act as kube-controller-manager with --use-service-account-credentials:
+// their shared informers as system:kube-controller-manager (a client
+// certificate issued in memory), each controller with a bound token of
+// its service account in kube-system (created when missing, renewed
+// before it expires). The scheduler, the cluster DNS and the built-in
+// endpoints use the admin identity.
 package server
