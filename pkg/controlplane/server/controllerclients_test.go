@@ -58,7 +58,8 @@ func podsOf(t *testing.T, cs kubernetes.Interface, rs *appsv1.ReplicaSet, want i
 // create rule its creates are refused with Forbidden, as the
 // service account (reported in its FailedCreate event, which the role
 // still allows); the reconciliation on the next start restores the rule
-// and the controller catches up.
+// and the controller catches up. A deleted account is recreated with the
+// controller's next token.
 func TestControllersActAsTheirServiceAccounts(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{DataDir: dir, SecurePort: freePort(t), BindAddress: "127.0.0.1",
@@ -180,4 +181,23 @@ func TestControllersActAsTheirServiceAccounts(t *testing.T) {
 		t.Errorf("%s after restart: rules %+v, want pods create back", roleName, role.Rules)
 	}
 	podsOf(t, cs, rs, 2)
+
+	// A deleted account invalidates the controller's token: its next
+	// token request recreates the account, and the controller goes on.
+	old, err := cs.CoreV1().ServiceAccounts("kube-system").Get(ctx, controller.ServiceAccountReplicaSet, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ServiceAccounts("kube-system").Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scale(3)
+	podsOf(t, cs, rs, 3)
+	sa, err := cs.CoreV1().ServiceAccounts("kube-system").Get(ctx, old.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.UID == old.UID {
+		t.Errorf("service account %s keeps UID %s after its deletion, want recreated", sa.Name, sa.UID)
+	}
 }
