@@ -78,9 +78,20 @@ func newSAClientBuilder(ctx context.Context, kcm *rest.Config, log *slog.Logger)
 	return &saClientBuilder{ctx: ctx, base: *rest.AnonymousClientConfig(kcm), core: core, log: log}, nil
 }
 
-// client is the clientset of service account kube-system/name.
+// client is the clientset of service account kube-system/name. Upstream
+// exits when the account cannot be read or created; here that would stop
+// the whole control plane, so a failure is retried as token requests are
+// before it is returned.
 func (b *saClientBuilder) client(name string) (kubernetes.Interface, error) {
-	if _, err := b.getOrCreateServiceAccount(name); err != nil {
+	var last error
+	err := wait.ExponentialBackoffWithContext(b.ctx, tokenBackoff(), func(context.Context) (bool, error) {
+		_, last = b.getOrCreateServiceAccount(name)
+		return last == nil, nil
+	})
+	if err != nil {
+		if last != nil {
+			err = last
+		}
 		return nil, err
 	}
 	c := b.base
@@ -122,6 +133,12 @@ func (b *saClientBuilder) getOrCreateServiceAccount(name string) (*v1.ServiceAcc
 	return sa, nil
 }
 
+// tokenBackoff is upstream's for token requests: 0.5 s doubling, four
+// tries.
+func tokenBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 4}
+}
+
 // saTokenSource requests tokens for one controller's service account.
 type saTokenSource struct {
 	b    *saClientBuilder
@@ -129,12 +146,11 @@ type saTokenSource struct {
 }
 
 // Token requests a new token, recreating the account if it was deleted,
-// with upstream's backoff (0.5 s doubling, four tries).
+// with upstream's backoff.
 func (ts *saTokenSource) Token() (*oauth2.Token, error) {
 	var tr *authnv1.TokenRequest
 	var last error
-	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 4}
-	err := wait.ExponentialBackoffWithContext(ts.b.ctx, backoff, func(context.Context) (bool, error) {
+	err := wait.ExponentialBackoffWithContext(ts.b.ctx, tokenBackoff(), func(context.Context) (bool, error) {
 		if _, err := ts.b.getOrCreateServiceAccount(ts.name); err != nil {
 			last = err
 			ts.b.log.Info("get or create service account failed", "namespace", controllerSANamespace, "serviceAccountName", ts.name, "err", err)
