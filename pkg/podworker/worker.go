@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
 	"os"
 	"sync"
 	"time"
@@ -63,9 +62,11 @@ type worker struct {
 	// fresh: the runtime held nothing of the pod when its worker started
 	// (neverInRuntime), so its first sync need not ask.
 	fresh bool
-	// seen is what the last read of the runtime saw of the pod's objects
-	// (nil before one): a relist that saw the same wakes no sync.
-	seen      runtime.PodObjects
+	// relist holds the last runtime read and the relist event that
+	// woke the worker (relisted), which is news only if that read did
+	// not see it.
+	relist    relistState
+	relisted  chan struct{}
 	startTime time.Time
 	synced    chan struct{} // closed after the first sync
 
@@ -88,14 +89,15 @@ type worker struct {
 
 func newWorker(d deps, pod *v1.Pod) *worker {
 	w := &worker{
-		d:       d,
-		uid:     pod.UID,
-		log:     d.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
-		notify:  make(chan struct{}, 1),
-		pod:     pod,
-		waiting: map[string]Waiting{},
-		synced:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		d:        d,
+		uid:      pod.UID,
+		log:      d.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID),
+		notify:   make(chan struct{}, 1),
+		relisted: make(chan struct{}, 1),
+		pod:      pod,
+		waiting:  map[string]Waiting{},
+		synced:   make(chan struct{}),
+		stopped:  make(chan struct{}),
 
 		op: opCreate, opSince: d.now(), firstSeen: d.now(),
 		// As upstream, only pods no kubelet started yet count as starts.
@@ -221,6 +223,10 @@ func (w *worker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return // agent shutdown: leave the pod running
 		case <-w.notify:
+		case <-w.relisted:
+			if !w.relistNews() {
+				continue
+			}
 		case <-timer.C:
 		}
 		pod, state := w.snapshot()
@@ -364,43 +370,6 @@ func (w *worker) runtimeStatus(ctx context.Context, ref runtime.PodRef) (*runtim
 		return &runtime.PodStatus{Ref: ref}, nil
 	}
 	return w.readRuntime(ctx, ref)
-}
-
-// readRuntime reads the pod's runtime state and keeps what it saw of the
-// pod's objects for wakeFor.
-func (w *worker) readRuntime(ctx context.Context, ref runtime.PodRef) (*runtime.PodStatus, error) {
-	st, err := runtime.GetPodStatus(ctx, w.d.runtime, ref)
-	if err == nil {
-		objs := st.Objects()
-		w.mu.Lock()
-		w.seen = objs
-		w.mu.Unlock()
-	}
-	return st, err
-}
-
-func (w *worker) forgetSeen() {
-	w.mu.Lock()
-	w.seen = nil
-	w.mu.Unlock()
-}
-
-// wakeFor wakes the worker for a relist's event unless its last read of
-// the runtime saw exactly the objects the relist saw (an event without
-// them always wakes). The relist after a
-// pod's start reports the sandbox and containers the start itself made
-// and read back; a sync for it would read the runtime again to find
-// nothing to do (four CRI calls per pod, and in a burst of starts the
-// runtime's CPU is the bottleneck). The kubelet's pod cache spares it
-// the same way: the worker's sync waits only for a cache newer than its
-// own last one.
-func (w *worker) wakeFor(ev runtime.PodEvent) {
-	w.mu.Lock()
-	same := w.seen != nil && ev.Seen != nil && maps.Equal(w.seen, ev.Seen)
-	w.mu.Unlock()
-	if !same {
-		w.wake()
-	}
 }
 
 func (w *worker) markSynced() {

@@ -64,6 +64,9 @@ func containerState(s criv1.ContainerState) int32 { return 100 + int32(s) }
 type PodEvent struct {
 	UID  types.UID
 	Seen PodObjects
+	// ListedAt is when the relist's list calls had returned: a read of
+	// the pod begun later saw at least as much.
+	ListedAt time.Time
 }
 
 // Objects are the sandboxes and containers of the status, as PodObjects.
@@ -112,6 +115,7 @@ func (p *PLEG) Run(ctx context.Context, out chan<- PodEvent) {
 func (p *PLEG) Relist(ctx context.Context) ([]PodEvent, error) {
 	start := time.Now()
 	cur, err := p.list(ctx)
+	listed := time.Now()
 	if p.Relisted != nil {
 		p.Relisted(time.Since(start), err)
 	}
@@ -142,7 +146,7 @@ func (p *PLEG) Relist(ctx context.Context) ([]PodEvent, error) {
 	}
 	out := make([]PodEvent, 0, len(changed))
 	for uid, objs := range seen {
-		out = append(out, PodEvent{UID: uid, Seen: objs})
+		out = append(out, PodEvent{UID: uid, Seen: objs, ListedAt: listed})
 	}
 	return out, nil
 }
