@@ -5,6 +5,7 @@
 #   make setup                  install packages, build the pause binary and the image archives
 #   make build                  build _output/bin/nodeagent (also upstream kubectl: `nodeagent kubectl`)
 #   make crictl                 build crictl into _output/bin (to look at pods the way users do)
+#   make realcluster            build the upstream control plane (k8s.io/kubernetes, etcd) for test/realcluster into _output/realcluster/bin, once
 #   make kubectl                link _output/bin/kubectl to nodeagent (run as kubectl, it is kubectl)
 #   make containerd-test-start  start the "test" containerd instance (hack/containerd.sh)
 #   make containerd-test-stop   stop it
@@ -13,7 +14,7 @@ GO ?= go
 BIN := _output/bin
 CRICTL_VERSION := v1.37.0
 
-.PHONY: run test test-unit test-e2e bench lint setup build crictl kubectl containerd-test-start containerd-test-stop
+.PHONY: run test test-unit test-e2e bench lint setup build crictl kubectl realcluster containerd-test-start containerd-test-stop
 
 run: setup build crictl kubectl
 	bash hack/run.sh
@@ -28,7 +29,9 @@ test-unit:
 	$(GO) test -race -count=1 ./pkg/... ./internal/... ./cmd/...
 
 # One package at a time: the end-to-end tests share the test containerd.
-test-e2e:
+# test/realcluster runs the upstream control plane: built first, outside the
+# test timeout (cached in _output/realcluster, so only the first run builds).
+test-e2e: realcluster
 	$(GO) test -p 1 -count=1 -timeout 40m ./test/...
 
 bench: setup
@@ -47,6 +50,10 @@ build:
 # crictl stays a separate build: sigs.k8s.io/cri-tools has its command in package main (cmd/crictl), which Go cannot import.
 crictl:
 	@test -x $(BIN)/crictl || GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+# The upstream control plane test/realcluster runs (hack/realcluster, a module of its own).
+realcluster:
+	GO=$(GO) bash hack/realcluster.sh build
 
 kubectl: build
 	ln -sfn nodeagent $(BIN)/kubectl
