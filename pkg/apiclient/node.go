@@ -3,6 +3,7 @@ package apiclient
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -190,8 +193,7 @@ func (n *NodeStatus) register(ctx context.Context) error {
 	switch {
 	case err == nil:
 		n.log.Info("node registered")
-		created.Status = n.status(ctx, nil)
-		if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if err := n.patchStatus(ctx, created, n.status(ctx, nil)); err != nil {
 			return fmt.Errorf("node status: %w", err)
 		}
 		n.lastReport = n.cfg.Now()
@@ -248,13 +250,38 @@ func (n *NodeStatus) sync(ctx context.Context) error {
 		if sameStatus(cur.Status, st) && now.Sub(n.lastReport) < n.cfg.ReportFrequency {
 			return nil
 		}
-		cur.Status = st
-		if _, err := nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		if err := n.patchStatus(ctx, cur, st); err != nil {
 			return err
 		}
 		n.lastReport = now
 		return nil
 	})
+}
+
+// patchStatus writes st as the Node's status with a strategic merge patch
+// from cur, as the kubelet's PatchNodeStatus does, rather than an update
+// of the whole object: the patch holds only the status, so a change of the
+// spec meanwhile (the node lifecycle controller's not-ready taint, added
+// right after registration) neither conflicts nor makes kube-apiserver's
+// NodeRestriction refuse the write ("is not allowed to modify taints": it
+// compares the written object's taints with the stored ones).
+func (n *NodeStatus) patchStatus(ctx context.Context, cur *v1.Node, st v1.NodeStatus) error {
+	oldJSON, err := json.Marshal(cur)
+	if err != nil {
+		return fmt.Errorf("encode node: %w", err)
+	}
+	next := cur.DeepCopy()
+	next.Status = st
+	newJSON, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("encode node: %w", err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
+	if err != nil {
+		return fmt.Errorf("node status patch: %w", err)
+	}
+	_, err = n.cfg.Client.CoreV1().Nodes().Patch(ctx, cur.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 // sameStatus compares two statuses ignoring heartbeat times.

@@ -9,8 +9,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func newTestNode(t *testing.T, rt *fakeRuntime, clock *fakeClock) (*NodeStatus, *fake.Clientset) {
@@ -164,7 +168,7 @@ func TestNodeStatusReportFrequency(t *testing.T) {
 	if err := n.register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	updates := func() int { return countActions(cs, "update", "nodes", "status") }
+	updates := func() int { return countActions(cs, "patch", "nodes", "status") }
 	base := updates()
 	first := condition(getNode(t, cs), v1.NodeReady)
 	for range 5 { // unchanged, within the report period: nothing sent
@@ -341,5 +345,52 @@ func TestNodeNotReadyWhileThePodNetworkIsNot(t *testing.T) {
 	}
 	if c = condition(getNode(t, cs), v1.NodeReady); c.Status != v1.ConditionTrue || c.Message != MessageKubeletReady {
 		t.Fatalf("Ready once the network gate is open = %+v", c)
+	}
+}
+
+// TestRegisterNodeKeepsTaintAddedMeanwhile: the node lifecycle controller
+// taints a new Node not-ready right after it is created, before the agent
+// writes its first status. kube-apiserver's NodeRestriction refuses a node's
+// write whose taints differ from the stored ones ("is not allowed to modify
+// taints"), so the status must go as a patch of the status alone, and the
+// taint stays.
+func TestRegisterNodeKeepsTaintAddedMeanwhile(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	n, cs := newTestNode(t, rt, newClock())
+	notReady := v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule}
+	tainted := false
+	cs.PrependReactor("*", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		stored, err := cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("nodes"), "", "node-a")
+		if err != nil {
+			return true, nil, err
+		}
+		node := stored.(*v1.Node)
+		if !tainted { // the controller acts first
+			tainted = true
+			node.Spec.Taints = []v1.Taint{notReady}
+			if err := cs.Tracker().Update(v1.SchemeGroupVersion.WithResource("nodes"), node, ""); err != nil {
+				return true, nil, err
+			}
+		}
+		if u, ok := action.(k8stesting.UpdateAction); ok {
+			if !apiequality.Semantic.DeepEqual(u.GetObject().(*v1.Node).Spec.Taints, node.Spec.Taints) {
+				return true, nil, apierrors.NewForbidden(v1.Resource("nodes"), "node-a", errors.New(`node "node-a" is not allowed to modify taints`))
+			}
+		}
+		return false, nil, nil
+	})
+	if err := n.register(context.Background()); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	node := getNode(t, cs)
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != v1.TaintNodeNotReady {
+		t.Errorf("taints = %v, want the controller's %s", node.Spec.Taints, v1.TaintNodeNotReady)
+	}
+	if c := condition(node, v1.NodeReady); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %q, want True", c.Status)
 	}
 }
