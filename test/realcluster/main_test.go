@@ -129,10 +129,11 @@ func trimNL(b []byte) []byte {
 // KubeletConfiguration: the fields kubeadm writes into
 // /var/lib/kubelet/config.yaml that matter here (client certificates of
 // the cluster CA, no anonymous requests, webhook authentication and
-// authorization, the cluster DNS). serverTLSBootstrap stays off, as
-// kubeadm leaves it: kube-controller-manager approves no serving CSRs,
-// and kube-apiserver without --kubelet-certificate-authority does not
-// verify the kubelet's self-signed certificate.
+// authorization, the cluster DNS), and serverTLSBootstrap (kubeadm's
+// documented opt-in): kube-controller-manager signs the serving CSR once
+// an administrator approves it (TestServingCertificate); until then the
+// agent serves a self-signed certificate, which kube-apiserver without
+// --kubelet-certificate-authority (kubeadm's default) does not verify.
 func kubeletConfig(caFile string) string {
 	return fmt.Sprintf(`authentication:
   anonymous:
@@ -146,7 +147,7 @@ authorization:
 clusterDNS:
 - %s
 clusterDomain: cluster.local
-serverTLSBootstrap: false
+serverTLSBootstrap: true
 `, caFile, clusterDNS)
 }
 
