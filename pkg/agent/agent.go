@@ -123,6 +123,8 @@ func Run(ctx context.Context, o Options) error {
 		Logger:       log,
 		ResyncPeriod: cfg.SyncFrequency.Duration,
 
+		ContainerGCPeriod: o.Flags.ContainerGCPeriod,
+
 		ParallelImagePulls: !*cfg.SerializeImagePulls,
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),

@@ -94,6 +94,9 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.ServiceProxy, "service-proxy", f.ServiceProxy, "Run the service proxy (kube-proxy's nftables mode) in the agent, joined only: Service ClusterIPs and NodePorts reach ready endpoints. Needs the nft binary.")
 	fs.StringVar(&f.ClusterCIDR, "cluster-cidr", f.ClusterCIDR, "Range of pod IPs: service traffic from outside it is masqueraded (with --service-proxy; empty: all of it), and kubenet routes only to other nodes' pod CIDRs inside it (with --network-plugin=kubenet).")
 	fs.IntVar(&f.NetworkPluginMTU, "network-plugin-mtu", f.NetworkPluginMTU, "MTU of the pod bridge; 0 is the plugin's default (with --network-plugin=kubenet).")
+	// Not a kubelet flag: the kubelet's container GC period is a constant.
+	fs.DurationVar(&f.ContainerGCPeriod, "container-gc-period", f.ContainerGCPeriod, "How often dead containers and sandboxes are collected (0: the kubelet's minute). For tests.")
+	_ = fs.MarkHidden("container-gc-period")
 }
 
 // Validate checks the flag-only settings.
@@ -108,6 +111,9 @@ func (f *Flags) Validate() error {
 		if _, _, err := net.ParseCIDR(f.ClusterCIDR); err != nil {
 			return fmt.Errorf("--cluster-cidr: %w", err)
 		}
+	}
+	if f.ContainerGCPeriod < 0 {
+		return fmt.Errorf("--container-gc-period: must not be negative, got %s", f.ContainerGCPeriod)
 	}
 	if f.NetworkPlugin != "" && f.NetworkPlugin != NetworkPluginKubenet {
 		return fmt.Errorf("--network-plugin: %q is not supported (only %q, or empty)", f.NetworkPlugin, NetworkPluginKubenet)

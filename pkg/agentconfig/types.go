@@ -1,6 +1,8 @@
 package agentconfig
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -272,6 +274,11 @@ type Flags struct {
 	// masqueraded (kube-proxy's --cluster-cidr; empty: all of it), and
 	// kubenet routes to no other node's pod CIDR outside it.
 	ClusterCIDR string
+	// ContainerGCPeriod is how often the container GC runs: the kubelet's
+	// ContainerGCPeriod constant (a minute), which no kubelet flag or
+	// field changes; the hidden --container-gc-period is for tests only.
+	// 0: a minute.
+	ContainerGCPeriod time.Duration
 }
 
 // NetworkPluginKubenet is the one network plugin the agent runs itself.

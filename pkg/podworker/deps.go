@@ -65,6 +65,9 @@ type deps struct {
 	// userns allocates hostUsers: false pods' user namespaces (nil: none).
 	userns UserNamespaces
 
+	// gcPolicy is the container GC policy each sync applies to its pod.
+	gcPolicy GCPolicy
+
 	runtimeName  string
 	rootDir      string
 	retryPeriod  time.Duration
@@ -124,5 +127,6 @@ func (m *Manager) workerDeps() deps {
 		onStatus: m.cfg.OnStatus, onTerminated: m.cfg.OnTerminated, forget: m.forget,
 		runtimeClasses: m.cfg.RuntimeClasses, otherPods: m.admittedPods, features: m.features.get, userns: m.cfg.UserNamespaces, runtimeName: m.cfg.RuntimeName,
 		rootDir: m.cfg.RootDir, retryPeriod: m.cfg.RetryPeriod, resyncPeriod: m.cfg.ResyncPeriod,
+		gcPolicy: *m.cfg.ContainerGC,
 	}
 }

@@ -2,18 +2,14 @@ package podworker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodeagent/nodeagent/pkg/eviction"
-	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
 // Eviction is how the eviction manager stops one pod: the kubelet's
@@ -131,54 +127,6 @@ func (w *worker) releaseEvictedVolumes(pod *v1.Pod) {
 	if err := w.d.volumes.TearDownPod(pod.UID); err != nil {
 		w.log.Warn("tear down the evicted pod's volumes", "err", err)
 	}
-}
-
-// CollectAllGarbage is the eviction manager's DeleteAllUnusedContainers:
-// the container GC with evictNonDeletedPods, which removes every dead
-// container and sandbox of finished pods and keeps, for the others, the
-// newest dead container of each name.
-func (m *Manager) CollectAllGarbage(ctx context.Context) error {
-	m.mu.Lock()
-	workers := make([]*worker, 0, len(m.workers))
-	for _, w := range m.workers {
-		workers = append(workers, w)
-	}
-	m.mu.Unlock()
-	var errs []error
-	for _, w := range workers {
-		pod := w.Pod()
-		ref := runtime.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-		st, err := runtime.GetPodStatus(ctx, m.cfg.Runtime, ref)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
-			continue
-		}
-		w.mu.Lock()
-		finished := w.terminal
-		w.mu.Unlock()
-		if finished && !running(st) {
-			errs = append(errs, w.removeDead(ctx, st))
-			continue
-		}
-		w.collectGarbage(ctx, st)
-	}
-	return errors.Join(errs...)
-}
-
-// removeDead removes every container and sandbox of a stopped pod.
-func (w *worker) removeDead(ctx context.Context, st *runtime.PodStatus) error {
-	var errs []error
-	for _, c := range st.Containers {
-		if c.State != criv1.ContainerState_CONTAINER_RUNNING {
-			errs = append(errs, w.removeContainer(ctx, c))
-		}
-	}
-	for _, sb := range st.Sandboxes {
-		if sb.State != criv1.PodSandboxState_SANDBOX_READY {
-			errs = append(errs, w.removeSandbox(ctx, sb.ID))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // admitUnderPressure is the kubelet's eviction admit handler, the first

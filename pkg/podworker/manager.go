@@ -75,6 +75,11 @@ type Config struct {
 	// HousekeepingPeriod is how often runtime pods unknown to the agent
 	// are looked for and removed.
 	HousekeepingPeriod time.Duration
+	// ContainerGC is the container GC policy (nil: the kubelet's
+	// DefaultGCPolicy) and ContainerGCPeriod how often it runs (0: the
+	// kubelet's ContainerGCPeriod, a minute).
+	ContainerGC       *GCPolicy
+	ContainerGCPeriod time.Duration
 
 	// Volumes sets up and tears down pod volumes (nil: pods with volumes
 	// fail to start); Objects reads the config maps and secrets env and
@@ -161,6 +166,10 @@ type Manager struct {
 	// cgroups creates the pod cgroups (nil: the runtime picks cgroups).
 	cgroups *podcgroup.Manager
 
+	// gcMu keeps one container GC run at a time (the periodic one and
+	// the eviction manager's).
+	gcMu sync.Mutex
+
 	mu      sync.Mutex
 	desired map[types.UID]*v1.Pod
 	workers map[types.UID]*worker
@@ -211,6 +220,13 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.HousekeepingPeriod == 0 {
 		cfg.HousekeepingPeriod = 10 * time.Second
+	}
+	if cfg.ContainerGC == nil {
+		p := DefaultGCPolicy()
+		cfg.ContainerGC = &p
+	}
+	if cfg.ContainerGCPeriod == 0 {
+		cfg.ContainerGCPeriod = DefaultContainerGCPeriod
 	}
 	sysctls, err := newSysctlAllowlist(cfg)
 	if err != nil {
@@ -283,6 +299,11 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 	defer m.probes.Close() // after the workers
 	defer m.wg.Wait()
 	m.relistAtStart(ctx)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.runContainerGC(ctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():

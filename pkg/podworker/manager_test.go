@@ -45,6 +45,7 @@ func newManager(t *testing.T, rt *critest.FakeRuntimeService, img *critest.FakeI
 		Runtime: rt, Images: img, NodeName: "node1", NodeIP: "192.0.2.1",
 		RootDir: h.rootDir, PodLogsDir: h.logsDir, Logger: quietLogger(),
 		ResyncPeriod: time.Hour, RetryPeriod: 20 * time.Millisecond, HousekeepingPeriod: time.Hour,
+		ContainerGCPeriod: time.Hour, // tests run collections themselves
 	})
 	if err != nil {
 		t.Fatal(err)

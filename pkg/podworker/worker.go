@@ -11,9 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodeagent/nodeagent/pkg/logrotate"
 	"github.com/nodeagent/nodeagent/pkg/podutil"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -605,6 +603,7 @@ func recordedGracePeriod(st *runtime.PodStatus) int64 {
 	return max(g, minGracePeriod)
 }
 
+// removeSandbox removes a sandbox of the worker's pod.
 func (w *worker) removeSandbox(ctx context.Context, id string) error {
 	if err := w.d.runtime.RemovePodSandbox(ctx, id); err != nil && !runtime.IsNotFound(err) {
 		return err
@@ -612,44 +611,7 @@ func (w *worker) removeSandbox(ctx context.Context, id string) error {
 	return nil
 }
 
+// removeContainer removes a container of the worker's pod with its files.
 func (w *worker) removeContainer(ctx context.Context, c *runtime.ContainerStatus) error {
-	if err := w.d.runtime.RemoveContainer(ctx, c.ID); err != nil && !runtime.IsNotFound(err) {
-		return err
-	}
-	if c.LogPath != "" {
-		_ = logrotate.RemoveLogs(c.LogPath) // with its rotated files
-	}
-	for _, m := range c.Mounts {
-		if c.TerminationMessagePath != "" && m.ContainerPath == c.TerminationMessagePath {
-			os.Remove(m.HostPath)
-		}
-	}
-	return nil
-}
-
-// collectGarbage keeps, besides running containers, the newest dead
-// container of each name (the kubelet's MaxPerPodContainer=1, so that
-// `logs --previous` has something to read), and the newest sandbox.
-func (w *worker) collectGarbage(ctx context.Context, st *runtime.PodStatus) {
-	keptDead := map[string]bool{}
-	inUse := map[string]bool{}
-	for _, c := range st.Containers {
-		if c.State == criv1.ContainerState_CONTAINER_RUNNING || !keptDead[c.Name] {
-			keptDead[c.Name] = keptDead[c.Name] || c.State != criv1.ContainerState_CONTAINER_RUNNING
-			inUse[c.SandboxID] = true
-			continue
-		}
-		if err := w.removeContainer(ctx, c); err != nil {
-			w.log.Warn("garbage-collect container", "container", c.Name, "err", err)
-			inUse[c.SandboxID] = true
-		}
-	}
-	for i, sb := range st.Sandboxes {
-		if i == 0 || sb.State == criv1.PodSandboxState_SANDBOX_READY || inUse[sb.ID] {
-			continue
-		}
-		if err := w.removeSandbox(ctx, sb.ID); err != nil {
-			w.log.Warn("garbage-collect sandbox", "sandboxID", sb.ID, "err", err)
-		}
-	}
+	return removeContainer(ctx, w.d.runtime, c)
 }
