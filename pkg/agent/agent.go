@@ -124,6 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		ResyncPeriod: cfg.SyncFrequency.Duration,
 
 		ContainerGCPeriod: o.Flags.ContainerGCPeriod,
+		CgroupMetrics:     mtr.CgroupManagerOperation,
 
 		ParallelImagePulls: !*cfg.SerializeImagePulls,
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
@@ -165,7 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		recorder = api.Events()
 	}
-	if err := setUpNodeCgroups(ctx, cfg, nodeName, "/sys/fs/cgroup", recorder, log.With("component", "node-cgroups")); err != nil {
+	if err := setUpNodeCgroups(ctx, cfg, nodeName, "/sys/fs/cgroup", recorder, mtr.CgroupManagerOperation, log.With("component", "node-cgroups")); err != nil {
 		return err
 	}
 	mgr, err := podworker.New(wcfg)

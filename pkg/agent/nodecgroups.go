@@ -24,8 +24,10 @@ const nodeCgroupRetry = time.Minute
 // QoS tiers, before any pod cgroup is made under them. A reservation that
 // cannot be enforced stops the agent, as it stops the kubelet; a kubepods
 // limit below what the pods already use is retried every minute until
-// evictions make room. recorder may be nil (standalone).
-func setUpNodeCgroups(ctx context.Context, cfg *agentconfig.Config, nodeName, mountRoot string, recorder record.EventRecorder, log *slog.Logger) error {
+// evictions make room. recorder may be nil (standalone); observe (nil:
+// none) receives each cgroup write's duration by the kubelet's cgroup
+// manager operation, create for a cgroup that was missing, else update.
+func setUpNodeCgroups(ctx context.Context, cfg *agentconfig.Config, nodeName, mountRoot string, recorder record.EventRecorder, observe func(string, time.Duration), log *slog.Logger) error {
 	if cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS {
 		return nil // the kubelet's no-op QoS manager: pods run flat under cgroupRoot
 	}
@@ -46,7 +48,8 @@ func setUpNodeCgroups(ctx context.Context, cfg *agentconfig.Config, nodeName, mo
 			recorder.Event(node, typ, reason, msg)
 		}
 	}
-	kubepodsErr, reservedErr := fs.ApplyNode(plan)
+	var kubepodsErr, reservedErr error
+	timeCgroupOp(observe, fs.Exists(plan[0].Name), func() { kubepodsErr, reservedErr = fs.ApplyNode(plan) })
 	if reservedErr != nil {
 		event(v1.EventTypeWarning, "FailedNodeAllocatableEnforcement", reservedErr.Error())
 		return reservedErr
@@ -62,7 +65,9 @@ func setUpNodeCgroups(ctx context.Context, cfg *agentconfig.Config, nodeName, mo
 		go retryKubepods(ctx, fs, plan[:1], event, log)
 	}
 	qos := podcgroup.QOSCgroups{Kubepods: plan[0].Name}
-	if err := fs.ApplyQOS(qos, podcgroup.PlanQOS(nil, host.HugePageSizes())); err != nil {
+	var err error
+	timeCgroupOp(observe, fs.Exists(qos.Burstable()), func() { err = fs.ApplyQOS(qos, podcgroup.PlanQOS(nil, host.HugePageSizes())) })
+	if err != nil {
 		return fmt.Errorf("failed to create %w", err)
 	}
 	log.Info("node cgroups set up", "kubepods", plan[0].Name, "enforceNodeAllocatable", cfg.EnforceNodeAllocatable)
@@ -86,6 +91,21 @@ func retryKubepods(ctx context.Context, fs podcgroup.FS, plan []podcgroup.NodeCg
 		}
 		event(v1.EventTypeWarning, "FailedNodeAllocatableEnforcement", err.Error())
 	}
+}
+
+// timeCgroupOp runs one cgroup write and reports its duration as the
+// kubelet's cgroup manager Create (the cgroup was missing) or Update.
+func timeCgroupOp(observe func(string, time.Duration), existed bool, write func()) {
+	start := time.Now()
+	write()
+	if observe == nil {
+		return
+	}
+	op := podcgroup.OpCreate
+	if existed {
+		op = podcgroup.OpUpdate
+	}
+	observe(op, time.Since(start))
 }
 
 // parseReserved reads a validated systemReserved or kubeReserved.

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 )
@@ -38,8 +40,21 @@ func TestSetUpNodeCgroups(t *testing.T) {
 	cfg := agentconfig.Default()
 	cfg.CgroupRoot = "/na"
 	cfg.KubeReserved = map[string]string{"memory": "100Mi"}
-	if err := setUpNodeCgroups(context.Background(), cfg, "n1", root, nil, slog.Default()); err != nil {
+	var ops []string
+	observe := func(op string, _ time.Duration) { ops = append(ops, op) }
+	if err := setUpNodeCgroups(context.Background(), cfg, "n1", root, nil, observe, slog.Default()); err != nil {
 		t.Fatal(err)
+	}
+	// kubepods and the QoS tiers made: creates (kubelet_cgroup_manager_duration_seconds).
+	if want := []string{"create", "create"}; !slices.Equal(ops, want) {
+		t.Errorf("cgroup operations %v, want %v", ops, want)
+	}
+	ops = nil
+	if err := setUpNodeCgroups(context.Background(), cfg, "n1", root, nil, observe, slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"update", "update"}; !slices.Equal(ops, want) {
+		t.Errorf("cgroup operations at the next start %v, want %v", ops, want)
 	}
 	want := memTotal() - 100<<20
 	for file, v := range map[string]string{
@@ -59,7 +74,7 @@ func TestSetUpNodeCgroupsMissingReservedCgroup(t *testing.T) {
 	cfg := agentconfig.Default()
 	cfg.EnforceNodeAllocatable = []string{"pods", "kube-reserved"}
 	cfg.KubeReservedCgroup = "/kube"
-	err := setUpNodeCgroups(context.Background(), cfg, "n1", fakeCgroupV1(t), nil, slog.Default())
+	err := setUpNodeCgroups(context.Background(), cfg, "n1", fakeCgroupV1(t), nil, nil, slog.Default())
 	if want := `Failed to enforce Kube Reserved Cgroup Limits on "/kube": cgroup "/kube" has some missing paths`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want %q", err, want)
 	}
@@ -72,7 +87,7 @@ func TestSetUpNodeCgroupsFlat(t *testing.T) {
 	off := false
 	cfg.CgroupsPerQOS = &off
 	cfg.EnforceNodeAllocatable = []string{"none"}
-	if err := setUpNodeCgroups(context.Background(), cfg, "n1", root, nil, slog.Default()); err != nil {
+	if err := setUpNodeCgroups(context.Background(), cfg, "n1", root, nil, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "cpu", "kubepods")); err == nil {

@@ -32,6 +32,7 @@ type kubeletMetrics struct {
 	imagePullDuration     *metrics.HistogramVec
 	preemptions           *metrics.CounterVec
 	imageGarbageCollected *metrics.CounterVec
+	cgroupManagerDuration *metrics.HistogramVec
 }
 
 func histogram(name, help string, buckets []float64) *metrics.Histogram {
@@ -97,6 +98,8 @@ func newKubeletMetrics() *kubeletMetrics {
 		preemptions: counterVec("preemptions", "Cumulative number of pod preemptions by preemption resource", "preemption_signal"),
 		imageGarbageCollected: counterVec("image_garbage_collected_total",
 			"Total number of images garbage collected by the kubelet, whether through disk usage or image age.", "reason"),
+		cgroupManagerDuration: histogramVec("cgroup_manager_duration_seconds",
+			"Duration in seconds for cgroup manager operations. Broken down by method.", metrics.DefBuckets, "operation_type"),
 	}
 }
 
@@ -104,5 +107,5 @@ func (k *kubeletMetrics) register(r metrics.KubeRegistry) {
 	r.MustRegister(k.nodeName, k.podWorkerDuration, k.podStartDuration, k.podStartSLIDuration,
 		k.podStartTotalDuration, k.plegRelistDuration, k.plegRelistInterval, k.plegLastSeen,
 		k.runtimeOperations, k.runtimeDuration, k.runtimeErrors, k.runningPods, k.runningContainers,
-		k.imagePullDuration, k.preemptions, k.imageGarbageCollected)
+		k.imagePullDuration, k.preemptions, k.imageGarbageCollected, k.cgroupManagerDuration)
 }

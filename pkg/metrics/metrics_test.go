@@ -280,3 +280,30 @@ func TestRegisterAddsToMetricsEndpoint(t *testing.T) {
 		t.Error("registering twice did not fail")
 	}
 }
+
+// kubelet_cgroup_manager_duration_seconds: upstream's name, help,
+// operation_type label and default buckets.
+func TestCgroupManagerDuration(t *testing.T) {
+	m, _ := newTestMetrics()
+	m.CgroupManagerOperation("create", 3*time.Millisecond)
+	m.CgroupManagerOperation("create", 2*time.Second)
+	m.CgroupManagerOperation("destroy", time.Millisecond)
+	fams := scrape(t, m.Handler())
+	f := fams["kubelet_cgroup_manager_duration_seconds"]
+	if f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("kubelet_cgroup_manager_duration_seconds: %v", f)
+	}
+	if h := f.GetHelp(); h != "[ALPHA] Duration in seconds for cgroup manager operations. Broken down by method." {
+		t.Errorf("help: %q", h)
+	}
+	create := series(t, fams, "kubelet_cgroup_manager_duration_seconds", map[string]string{"operation_type": "create"}).GetHistogram()
+	if create.GetSampleCount() != 2 || len(create.GetBucket()) != 12 {
+		t.Errorf("create: %d samples in %d buckets, want 2 in the default 11 and +Inf", create.GetSampleCount(), len(create.GetBucket()))
+	}
+	if b := create.GetBucket()[0]; b.GetUpperBound() != 0.005 || b.GetCumulativeCount() != 1 {
+		t.Errorf("first bucket %v/%d, want 0.005 holding the 3 ms create", b.GetUpperBound(), b.GetCumulativeCount())
+	}
+	if n := series(t, fams, "kubelet_cgroup_manager_duration_seconds", map[string]string{"operation_type": "destroy"}).GetHistogram().GetSampleCount(); n != 1 {
+		t.Errorf("destroy samples %d", n)
+	}
+}

@@ -118,3 +118,10 @@ func imageSizeBucket(size uint64) string {
 func (m *Metrics) ImageGarbageCollected(reason string) {
 	m.kubelet.imageGarbageCollected.WithLabelValues(reason).Inc()
 }
+
+// CgroupManagerOperation observes one cgroup operation of the pod, QoS or
+// node allocatable cgroups: create, update or destroy
+// (kubelet_cgroup_manager_duration_seconds).
+func (m *Metrics) CgroupManagerOperation(operation string, d time.Duration) {
+	m.kubelet.cgroupManagerDuration.WithLabelValues(operation).Observe(d.Seconds())
+}

@@ -3,8 +3,10 @@ package podcgroup
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -247,5 +249,30 @@ func TestManagerWritesWhenNeeded(t *testing.T) {
 	}
 	if got := read(t, memMax); got != "104857600" {
 		t.Errorf("memory.max = %q after a change, want 104857600", got)
+	}
+}
+
+// The Manager reports each write as the kubelet's cgroup manager does:
+// create for a missing cgroup, update for changed limits, nothing when it
+// writes nothing; QoS tier writes are updates.
+func TestManagerObservesOperations(t *testing.T) {
+	root := fakeV2(t)
+	var ops []string
+	m := NewManager(root, Options{Observe: func(op string, _ time.Duration) { ops = append(ops, op) }})
+	pod := podWith(nil, []v1.ResourceRequirements{res(list("100m", "100Mi"), list("200m", "200Mi"))})
+	for _, limits := range []v1.ResourceList{list("200m", "200Mi"), list("200m", "200Mi"), list("200m", "300Mi")} {
+		pod.Spec.Containers[0].Resources.Limits = limits
+		if err := m.Ensure(podName, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{OpCreate, OpUpdate}; !slices.Equal(ops, want) {
+		t.Errorf("operations %v, want %v", ops, want)
+	}
+	ops = nil
+	q := NewManager(root, Options{QOS: &QOSCgroups{Kubepods: "kubepods"}, Observe: func(op string, _ time.Duration) { ops = append(ops, op) }})
+	q.updateQOS()
+	if want := []string{OpUpdate}; !slices.Equal(ops, want) {
+		t.Errorf("QoS operations %v, want %v", ops, want)
 	}
 }

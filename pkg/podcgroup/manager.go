@@ -61,15 +61,31 @@ func (m *Manager) Ensure(name string, pod *v1.Pod) error {
 	if qosDue {
 		m.updateQOS()
 	}
-	if m.fs.Exists(name) && (!known || reflect.DeepEqual(last, rc)) {
+	exists := m.fs.Exists(name)
+	if exists && (!known || reflect.DeepEqual(last, rc)) {
 		m.remember(name, rc)
 		return nil
 	}
-	if err := m.fs.Apply(name, rc); err != nil {
+	op := OpCreate
+	if exists {
+		op = OpUpdate
+	}
+	start := m.opts.Now()
+	err := m.fs.Apply(name, rc)
+	m.Observe(op, m.opts.Now().Sub(start))
+	if err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", name, err)
 	}
 	m.remember(name, rc)
 	return nil
+}
+
+// Observe reports one cgroup operation's duration to Options.Observe,
+// for the writers outside the Manager (the pod cgroup removal).
+func (m *Manager) Observe(operation string, d time.Duration) {
+	if m.opts.Observe != nil {
+		m.opts.Observe(operation, d)
+	}
 }
 
 func (m *Manager) remember(name string, rc ResourceConfig) {
@@ -107,7 +123,10 @@ func (m *Manager) updateQOS() {
 	}
 	m.qosAt = m.opts.Now()
 	m.mu.Unlock()
-	if err := m.fs.ApplyQOS(*m.opts.QOS, planQOS(milli, m.opts.HugePageSizes)); err != nil {
+	start := m.opts.Now()
+	err := m.fs.ApplyQOS(*m.opts.QOS, planQOS(milli, m.opts.HugePageSizes))
+	m.Observe(OpUpdate, m.opts.Now().Sub(start))
+	if err != nil {
 		m.opts.Log.Warn("failed to reserve QoS requests", "err", err)
 	}
 }

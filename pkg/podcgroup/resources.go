@@ -44,7 +44,19 @@ type Options struct {
 	HugePageSizes []int64
 	Now           func() time.Time // nil: time.Now
 	Log           *slog.Logger     // nil: slog.Default()
+	// Observe, when set, receives the duration of each cgroup write, by
+	// the kubelet's cgroup manager operation (OpCreate, OpUpdate,
+	// OpDestroy): kubelet_cgroup_manager_duration_seconds.
+	Observe func(operation string, d time.Duration)
 }
+
+// The kubelet's cgroup manager operations, the operation_type label of
+// kubelet_cgroup_manager_duration_seconds.
+const (
+	OpCreate  = "create"
+	OpUpdate  = "update"
+	OpDestroy = "destroy"
+)
 
 // ForPod is the kubelet's ResourceConfigForPod with the PodLevelResources
 // gate on (beta, on by default since 1.34): the requests and limits of

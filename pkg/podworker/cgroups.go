@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +31,7 @@ func newPodCgroups(cfg Config) *podcgroup.Manager {
 		QOS:           &podcgroup.QOSCgroups{Kubepods: podcgroup.KubepodsName(cfg.CgroupRoot)},
 		HugePageSizes: podcgroup.Host{Proc: "/proc", Sys: "/sys"}.HugePageSizes(),
 		Log:           cfg.Logger.With("component", "qos-cgroups"),
+		Observe:       cfg.CgroupMetrics,
 	})
 }
 
@@ -56,7 +58,11 @@ func (w *worker) removePodCgroups(uid types.UID) error {
 	if w.d.node.FlatCgroups {
 		return nil // no pod cgroups, and CgroupRoot is not the pod's
 	}
+	start := time.Now()
 	err := removePodCgroups(w.d.node.CgroupRoot, uid)
+	if w.d.cgroups != nil {
+		w.d.cgroups.Observe(podcgroup.OpDestroy, time.Since(start))
+	}
 	if w.d.cgroups != nil && err == nil {
 		for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 			w.d.cgroups.Forget(criconfig.PodCgroupParent(w.d.node.CgroupRoot, qos, uid))

@@ -113,6 +113,9 @@ type Config struct {
 	// probes' measurements.
 	Metrics      Observer
 	ProbeMetrics probe.Observer
+	// CgroupMetrics, when set, receives the pod and QoS cgroup writes'
+	// durations by operation (kubelet_cgroup_manager_duration_seconds).
+	CgroupMetrics func(operation string, d time.Duration)
 	// Tracer, when set, keeps each pod's start steps (pkg/podtrace).
 	Tracer Tracer
 
