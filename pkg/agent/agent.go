@@ -101,7 +101,10 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil && nodeAPIEnabled(cfg, true) {
 		api.Node.SetKubeletPort(*cfg.Port)
 	}
-	press := &pressure{} // the eviction manager's, read before it runs
+	// The eviction manager's, read before it runs: with the pressure of
+	// its checkpoint, so that admission and the first node status see a
+	// pressure still in its transition period at once.
+	press := restoredPressure(o.Flags.RootDir, log)
 	if api != nil {
 		api.Node.SetPressure(press.Conditions)
 	}

@@ -103,10 +103,25 @@ func newEvictionLoop(policy eviction.Policy, p *pressure, d evictionDeps, nodeNa
 	if st, err := loadEvictionState(l.checkpoint); err != nil {
 		l.log.Warn("eviction state checkpoint unreadable; starting afresh", "err", err)
 	} else {
-		l.state = st
+		l.state = st.ForPolicy(policy)
 		p.set(st.Conditions)
 	}
 	return l
+}
+
+// restoredPressure is the pressure of the checkpoint under rootDir (none
+// if there is no readable one; newEvictionLoop says why).
+func restoredPressure(rootDir string, log *slog.Logger) *pressure {
+	p := &pressure{}
+	st, err := loadEvictionState(filepath.Join(rootDir, evictionCheckpoint))
+	if err != nil {
+		return p
+	}
+	if len(st.Conditions) > 0 {
+		log.Info("node pressure restored from the eviction checkpoint", "conditions", st.Conditions)
+	}
+	p.set(st.Conditions)
+	return p
 }
 
 func loadEvictionState(path string) (eviction.State, error) {

@@ -142,3 +142,36 @@ func TestEvictionStateCheckpoint(t *testing.T) {
 		t.Errorf("missing checkpoint: %+v %v", st, err)
 	}
 }
+
+// The checkpoint's pressure is there before the eviction loop is built
+// (node admission reads it from the first pod on); the loop built over
+// it keeps the conditions and drops thresholds the policy no longer has.
+func TestRestoredPressure(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if p := restoredPressure(dir, log); len(p.Conditions()) != 0 {
+		t.Errorf("no checkpoint: %v", p.Conditions())
+	}
+	old, err := eviction.NewPolicy(eviction.Config{EvictionHard: map[string]string{"memory.available": "2Gi"}}, nil, eviction.Disks{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	l := &evictionLoop{checkpoint: filepath.Join(dir, evictionCheckpoint), log: log}
+	l.state = eviction.State{Conditions: []v1.NodeConditionType{v1.NodeMemoryPressure}, ThresholdsMet: old.Thresholds,
+		ThresholdsFirstObservedAt:    map[string]time.Time{old.Thresholds[0].Key(): at},
+		NodeConditionsLastObservedAt: map[v1.NodeConditionType]time.Time{v1.NodeMemoryPressure: at}}
+	l.save()
+	p := restoredPressure(dir, log)
+	if c := p.Conditions(); len(c) != 1 || c[0] != v1.NodeMemoryPressure {
+		t.Errorf("restored %v", c)
+	}
+	relaxed, err := eviction.NewPolicy(eviction.Config{EvictionHard: map[string]string{"memory.available": "1Mi"}}, nil, eviction.Disks{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := newEvictionLoop(relaxed, p, evictionDeps{}, "n1", dir, log)
+	if len(loop.state.ThresholdsMet) != 0 || len(loop.state.ThresholdsFirstObservedAt) != 0 || !loop.state.NodeConditionsLastObservedAt[v1.NodeMemoryPressure].Equal(at) {
+		t.Errorf("loop state %+v", loop.state)
+	}
+}

@@ -57,6 +57,30 @@ type State struct {
 	LastObservations Observations
 }
 
+// ForPolicy is a checkpointed state for the thresholds of pol: the
+// pressure conditions and their last observations stay (a pressure in
+// its transition period outlives a restart), the thresholds met and
+// first observed that pol no longer has are dropped (the kubelet keeps
+// its state in memory, so a restart with a changed configuration starts
+// with the new thresholds only; a checkpoint must not bring the old ones
+// back, where nothing would ever resolve them).
+func (st State) ForPolicy(pol Policy) State {
+	out := st
+	out.ThresholdsMet = nil
+	for _, t := range st.ThresholdsMet {
+		if hasThreshold(pol.Thresholds, t) {
+			out.ThresholdsMet = append(out.ThresholdsMet, t)
+		}
+	}
+	out.ThresholdsFirstObservedAt = map[string]time.Time{}
+	for _, t := range pol.Thresholds {
+		if at, ok := st.ThresholdsFirstObservedAt[t.Key()]; ok {
+			out.ThresholdsFirstObservedAt[t.Key()] = at
+		}
+	}
+	return out
+}
+
 // Victim is a pod to evict and how.
 type Victim struct {
 	UID             types.UID
