@@ -19,6 +19,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(optionalInt32{&c.ReadOnlyPort}, "read-only-port", "Port of the unauthenticated read-only server, always bound to loopback; 0 disables it (default 0 when joined to an API server, 10255 standalone) (config: readOnlyPort).")
 	fs.StringVar(&c.Address, "address", c.Address, "IP address the node API server binds to; the read-only server uses it only if it is a loopback address (config: address).")
 	c.addServerFlags(fs)
+	c.addResourceFlags(fs)
 	fs.Int32Var(c.HealthzPort, "healthz-port", *c.HealthzPort, "Port of the healthz server; 0 disables it (config: healthzPort).")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz server binds to (config: healthzBindAddress).")
 	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (config: runtimeRequestTimeout).")
