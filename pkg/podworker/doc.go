@@ -22,4 +22,11 @@
 // (PodResizePending: Infeasible, Deferred); ComputeResizeActions says
 // which running containers are updated in place (UpdateContainerResources)
 // and which restart (resizePolicy RestartContainer).
+//
+// Container garbage collection (gc.go, gc_run.go) is the kubelet's
+// containerGC: the pure PlanGC decides from the runtime's containers and
+// sandboxes, the pod log directories and what the manager knows of each
+// pod (GCPodState) what goes; the manager runs it every
+// ContainerGCPeriod, the eviction manager through CollectAllGarbage
+// (evictNonDeletedPods), and each sync over its own pod.
 package podworker
