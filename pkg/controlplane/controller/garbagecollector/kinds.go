@@ -50,7 +50,10 @@ func newKind[T interface {
 }
 
 // kinds are the types the control plane serves that take part in owner
-// references.
+// references. Events are not among them, as upstream's default
+// GCIgnoredResources (events in both groups): they expire by their TTL,
+// and watching them would cost the collector as much as every event
+// written.
 func kinds(cs kubernetes.Interface, f informers.SharedInformerFactory) []*kind {
 	core, apps := cs.CoreV1(), cs.AppsV1()
 	return []*kind{
@@ -68,8 +71,6 @@ func kinds(cs kubernetes.Interface, f informers.SharedInformerFactory) []*kind {
 			func(ns string) typedClient[*discoveryv1.EndpointSlice] { return cs.DiscoveryV1().EndpointSlices(ns) }),
 		newKind("v1", "ServiceAccount", true, f.Core().V1().ServiceAccounts().Informer(),
 			func(ns string) typedClient[*v1.ServiceAccount] { return core.ServiceAccounts(ns) }),
-		newKind("v1", "Event", true, f.Core().V1().Events().Informer(),
-			func(ns string) typedClient[*v1.Event] { return core.Events(ns) }),
 		newKind("v1", "Node", false, f.Core().V1().Nodes().Informer(),
 			func(string) typedClient[*v1.Node] { return core.Nodes() }),
 		newKind("v1", "PersistentVolumeClaim", true, f.Core().V1().PersistentVolumeClaims().Informer(),
