@@ -102,6 +102,7 @@ type flowRunner struct {
 	cpuUsed  cpuParts
 	requests [2]requestCounts // before, after
 	criCalls [2]requestCounts
+	profiles *burstProfiles // stopped at the last Running
 }
 
 func runFlow(ctx context.Context, env *runtimeEnv) error {
@@ -184,10 +185,11 @@ func runFlow(ctx context.Context, env *runtimeEnv) error {
 	f.cpu = true
 	var prof *burstProfiles
 	if *flowProfileDir != "" {
-		window := makespan(res.raw.batch, startReturned).median * 1.5 * float64(time.Millisecond)
+		window := makespan(res.raw.batch, startReturned).median * 1.2 * float64(time.Millisecond)
 		if prof, err = startBurstProfiles(ctx, cp.admin, flowNode, *flowProfileDir, time.Duration(window)); err != nil {
 			return err
 		}
+		f.profiles = prof
 	}
 	if res.batch, res.burst, err = f.round(ctx, seriesNames("flow-burst", *flowPods)); err != nil {
 		return err
@@ -333,6 +335,7 @@ func (f *flowRunner) start(ctx context.Context, names []string) ([]flowTiming, u
 		return nil, usage{}, err
 	}
 	seen, err := f.tracker.wait(ctx, names, "Running (watch)", isRunning, f.timeout)
+	f.profiles.stopBench()
 	if err != nil {
 		return nil, usage{}, err
 	}

@@ -49,8 +49,16 @@ func startBurstProfiles(ctx context.Context, cs kubernetes.Interface, node, dir 
 	return p, nil
 }
 
+// stopBench ends this process's profile (at the burst's last Running,
+// before the pods' deletion).
+func (p *burstProfiles) stopBench() {
+	if p != nil {
+		pprof.StopCPUProfile()
+	}
+}
+
 func (p *burstProfiles) stop() error {
-	pprof.StopCPUProfile()
+	pprof.StopCPUProfile() // a no-op when stopBench did
 	err := p.bench.Close()
 	if aerr := <-p.agent; aerr != nil {
 		err = errors.Join(err, fmt.Errorf("the agent's profile: %w", aerr))
