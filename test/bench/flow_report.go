@@ -17,6 +17,7 @@ func printFlowReport(r *flowResult, o options) {
 		len(r.raw.batch), n, n)
 	fmt.Println("clock:    t0 = first CRI call (raw) / Create sent (flow); Running = a watch of the namespace delivers phase Running;")
 	fmt.Println("          StartedAt = container StartedAt (CRI ContainerStatus); \"known running\" = StartContainer returned (raw) / Running (flow)")
+	fmt.Println("          the CRI poller (ListContainers every 5 ms) runs in the 1-pod series only; in the bursts containers are listed once they run")
 	fmt.Println()
 	fmt.Printf("%-17s %-36s %4s %9s %9s\n", "ms", "", "n", "median", "p99")
 	rows := []struct {

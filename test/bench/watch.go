@@ -12,8 +12,12 @@ import (
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 )
 
-// pollEvery is how often the watcher lists running containers.
-const pollEvery = 5 * time.Millisecond
+// pollEvery is how often the watcher lists running containers;
+// pausedPoll how often a wait lists while the poller is paused.
+const (
+	pollEvery  = 5 * time.Millisecond
+	pausedPoll = 100 * time.Millisecond
+)
 
 // runningWatch polls CRI ListContainers and remembers, per pod name label,
 // the first running container seen and when. It runs during the raw and
@@ -37,7 +41,6 @@ func newRunningWatch(cri *nart.Client) *runningWatch {
 }
 
 func (w *runningWatch) loop(ctx context.Context) {
-	running := &criv1.ContainerFilter{State: &criv1.ContainerStateValue{State: criv1.ContainerState_CONTAINER_RUNNING}}
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -46,23 +49,28 @@ func (w *runningWatch) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if w.paused.Load() {
-			continue
+		if !w.paused.Load() {
+			w.poll(ctx)
 		}
-		cs, err := w.cri.ListContainers(ctx, running)
-		if err != nil {
-			continue
+	}
+}
+
+// poll lists the running containers once and records the new sightings.
+func (w *runningWatch) poll(ctx context.Context) {
+	running := &criv1.ContainerFilter{State: &criv1.ContainerStateValue{State: criv1.ContainerState_CONTAINER_RUNNING}}
+	cs, err := w.cri.ListContainers(ctx, running)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range cs {
+		w.uids[c.Labels[nart.LabelPodUID]] = true
+		name := c.Labels[nart.LabelPodName]
+		if _, ok := w.seen[name]; !ok && name != "" {
+			w.seen[name] = sighting{c.Id, now}
 		}
-		now := time.Now()
-		w.mu.Lock()
-		for _, c := range cs {
-			w.uids[c.Labels[nart.LabelPodUID]] = true
-			name := c.Labels[nart.LabelPodName]
-			if _, ok := w.seen[name]; !ok && name != "" {
-				w.seen[name] = sighting{c.Id, now}
-			}
-		}
-		w.mu.Unlock()
 	}
 }
 
@@ -97,19 +105,28 @@ func (w *runningWatch) removePodCgroups(context.Context) error {
 }
 
 // wait returns the sightings of all named pods once each has a running
-// container.
+// container. While the poller is paused it lists by itself, every
+// pausedPoll: a sighting's time then says nothing (the bursts do not use
+// it), its container ID is what the caller needs.
 func (w *runningWatch) wait(ctx context.Context, names []string, timeout time.Duration) (map[string]sighting, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
+		if w.paused.Load() {
+			w.poll(ctx)
+		}
 		if got, ok := w.lookup(names); ok {
 			return got, nil
+		}
+		next := time.Millisecond
+		if w.paused.Load() {
+			next = pausedPoll
 		}
 		select {
 		case <-ctx.Done():
 			got, _ := w.lookup(names)
 			return nil, fmt.Errorf("%d of %d pods running after %s: %w", len(got), len(names), timeout, ctx.Err())
-		case <-time.After(time.Millisecond):
+		case <-time.After(next):
 		}
 	}
 }
