@@ -28,3 +28,13 @@ func (s *Server) LookupPod(ctx context.Context, ns, name string) (string, error)
 	}
 	return tokens.LiveUID("pod", obj.(*v1.Pod))
 }
+
+// LookupSecret returns a secret, for bootstrap token authentication (as
+// upstream's authenticator reads kube-system's secrets through a lister).
+func (s *Server) LookupSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	obj, err := s.store("/v1/secrets").Get(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}

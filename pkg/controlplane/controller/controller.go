@@ -99,7 +99,7 @@ func RunWithOptions(ctx context.Context, client kubernetes.Interface, log *slog.
 		return err
 	}
 	var certs *certificates.Controller
-	if opts.Certificates != (certificates.Config{}) {
+	if opts.Certificates.ServingSigner != nil || opts.Certificates.ClientSigner != nil {
 		if certs, err = certificates.New(clientsFor[ServiceAccountCertificate], factory, opts.Certificates, log.With("controller", "certificates")); err != nil {
 			return err
 		}

@@ -101,10 +101,13 @@ func authenticateWith(chain *tokenAuthenticator, next http.Handler) http.Handler
 }
 
 // tokenAuthenticator is the bearer token chain: the static token file,
-// then service account tokens. Its users carry system:authenticated.
+// then service account tokens, then bootstrap tokens. Its users carry system:authenticated.
 type tokenAuthenticator struct {
 	static tokenUsers
 	sa     *saTokenAuthenticator // nil: no service account tokens
+	// bootstrap authenticates bootstrap tokens (nil: none), after
+	// service account tokens as in kube-apiserver's chain.
+	bootstrap *bootstrapTokenAuthenticator
 	// apiAudiences are the audiences the API server accepts; tokens
 	// without audiences of their own (the static ones) are valid for them.
 	apiAudiences []string
@@ -135,6 +138,24 @@ func (a *tokenAuthenticator) authenticateToken(ctx context.Context, token string
 		if ok {
 			res.User.Groups = append(res.User.Groups, groupAuthenticated)
 			return res, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.bootstrap != nil {
+		res, ok, err := a.bootstrap.authenticate(ctx, token)
+		if ok {
+			// Bootstrap tokens carry no audiences: valid for the API server's.
+			auds := audiences
+			if len(a.apiAudiences) > 0 {
+				auds = tokens.IntersectAudiences(audiences, a.apiAudiences)
+			}
+			if len(auds) > 0 || len(a.apiAudiences) == 0 {
+				res.Audiences = auds
+				res.User.Groups = append(res.User.Groups, groupAuthenticated)
+				return res, true, nil
+			}
 		}
 		if err != nil {
 			errs = append(errs, err)

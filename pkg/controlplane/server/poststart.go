@@ -53,8 +53,15 @@ func runHook(ctx context.Context, h *postStartHook) error {
 	return fmt.Errorf("PostStartHook %q failed: %w", h.name, err)
 }
 
-// bootstrapRolesHook reconciles the bootstrap RBAC policy as the admin.
+// bootstrapRolesHook reconciles the bootstrap RBAC policy as the admin,
+// then creates the bindings joining nodes need (joinBindings), which
+// kubeadm creates at init.
 func bootstrapRolesHook(client kubernetes.Interface, log *slog.Logger) *postStartHook {
 	return &postStartHook{name: "rbac/bootstrap-roles", timeout: bootstrapRolesTimeout,
-		run: func(ctx context.Context) error { return rbacpolicy.Reconcile(ctx, client, log) }}
+		run: func(ctx context.Context) error {
+			if err := rbacpolicy.Reconcile(ctx, client, log); err != nil {
+				return err
+			}
+			return ensureJoinBindings(ctx, client)
+		}}
 }

@@ -132,6 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	saTokens.lookup = api
+	tokenAuthn.bootstrap = &bootstrapTokenAuthenticator{lookup: api, now: time.Now, log: log.With("component", "authn")}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	g, gctx := errgroup.WithContext(runCtx)

@@ -42,12 +42,16 @@ type Config struct {
 	// kubernetes.io/kube-apiserver-client requests: the cluster CA, which
 	// the API server verifies client certificates with.
 	ClientSigner Signer
+	// Authorize decides kubelet client requests; nil asks the API server
+	// (SubjectAccessReviewer).
+	Authorize Authorizer
 }
 
 // Controller approves and signs requests.
 type Controller struct {
 	client kubernetes.Interface
 	cas    map[string]Signer // the CA of each signer name
+	authz  Authorizer
 	csrs   certlisters.CertificateSigningRequestLister
 	nodes  corelisters.NodeLister
 	synced []cache.InformerSynced
@@ -67,10 +71,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 	if cfg.ServingSigner == nil || cfg.ClientSigner == nil {
 		return nil, errors.New("certificates: a serving signer and a client signer are both required")
 	}
+	if cfg.Authorize == nil {
+		cfg.Authorize = SubjectAccessReviewer(client)
+	}
 	csrInf := factory.Certificates().V1().CertificateSigningRequests()
 	nodeInf := factory.Core().V1().Nodes()
 	c := &Controller{
 		client: client,
+		authz:  cfg.Authorize,
 		cas: map[string]Signer{
 			certificatesv1.KubeletServingSignerName:             cfg.ServingSigner,
 			certificatesv1.KubeAPIServerClientKubeletSignerName: cfg.ClientSigner,
@@ -173,6 +181,11 @@ func (c *Controller) approve(ctx context.Context, csr *certificatesv1.Certificat
 		return fmt.Errorf("list nodes: %w", err)
 	}
 	ok, msg, why := approval(csr, req, nodes)
+	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
+		if ok, msg, why, err = clientApproval(ctx, csr, req, c.authz); err != nil {
+			return err
+		}
+	}
 	if !ok {
 		level := slog.LevelInfo
 		if !c.leftPending(csr.Name, why) {

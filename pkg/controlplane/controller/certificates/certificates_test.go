@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +53,7 @@ func start(t *testing.T, objs ...runtime.Object) *fixture {
 	}
 	f := &fixture{client: ctrltest.NewClientset(objs...), pki: p, approvals: map[string]int{}}
 	f.serveSubresources(t)
+	f.serveReviews()
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	c, err := New(f.client, factory, Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA}, ctrltest.Logger(t))
 	if err != nil {
@@ -104,6 +106,21 @@ func (f *fixture) serveSubresources(t *testing.T) {
 			f.mu.Unlock()
 		}
 		return true, csr, nil
+	})
+}
+
+// serveReviews answers subject access reviews as the bootstrap policy
+// and the join bindings do: nodes may renew their own client
+// certificates, bootstrap tokens' users may request one.
+func (f *fixture) serveReviews() {
+	f.client.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		ra := sar.Spec.ResourceAttributes
+		if ra != nil && ra.Group == "certificates.k8s.io" && ra.Resource == "certificatesigningrequests" && ra.Verb == "create" {
+			sar.Status.Allowed = (ra.Subresource == "selfnodeclient" && slices.Contains(sar.Spec.Groups, "system:nodes")) ||
+				(ra.Subresource == "nodeclient" && slices.Contains(sar.Spec.Groups, "system:bootstrappers"))
+		}
+		return true, sar, nil
 	})
 }
 
@@ -339,5 +356,35 @@ func TestApprovedRequestNotApprovedAgain(t *testing.T) {
 	}
 	if n := f.approvalWrites("approved"); n != 0 {
 		t.Errorf("approved %d more times", n)
+	}
+}
+
+// A bootstrap token's user gets a node client certificate signed by the
+// cluster CA; a user who may not (no nodeclient) stays pending.
+func TestBootstrapClientRequest(t *testing.T) {
+	f := start(t)
+	boot := nodeCSR(t, "node-csr-boot", "new", certificatesv1.KubeAPIServerClientKubeletSignerName, clientUsages, nil)
+	boot.Spec.Username, boot.Spec.Groups = "system:bootstrap:abcdef", []string{"system:bootstrappers", "system:authenticated"}
+	jane := nodeCSR(t, "node-csr-jane", "new", certificatesv1.KubeAPIServerClientKubeletSignerName, clientUsages, nil)
+	jane.Spec.Username, jane.Spec.Groups = "jane", []string{"system:authenticated"}
+	f.create(t, jane) // first: the single worker has decided it before boot is issued
+	f.create(t, boot)
+	csr, cert := f.waitIssued(t, boot.Name)
+	if got := conditions(csr); got != "Approved/AutoApproved" {
+		t.Errorf("conditions %s", got)
+	}
+	if i := slices.IndexFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+		return c.Type == certificatesv1.CertificateApproved
+	}); csr.Status.Conditions[i].Message != "Auto approving kubelet client certificate after SubjectAccessReview." {
+		t.Errorf("message %q", csr.Status.Conditions[i].Message)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: f.pki.CertPool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("does not verify against the cluster CA: %v", err)
+	}
+	if cert.Subject.CommonName != "system:node:new" || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("subject %v", cert.Subject)
+	}
+	if got := f.get(t, jane.Name); len(got.Status.Conditions) > 0 || len(got.Status.Certificate) > 0 {
+		t.Errorf("jane's request: %+v, want it pending", got.Status)
 	}
 }

@@ -126,8 +126,8 @@ func validity(csr *certificatesv1.CertificateSigningRequest) time.Duration {
 	return maxValidity
 }
 
-// approval decides whether to approve a request automatically: a node
-// asking for its own client certificate, or for a serving certificate
+// approval decides whether to approve a serving request automatically
+// (client requests are clientApproval's): a node asking for a serving certificate
 // that names only itself and its own addresses, none of them reserved
 // (see reserved). nodes are all the Nodes (the requester's among them).
 // ok false leaves the request pending; why says what is missing, for the
@@ -137,14 +137,14 @@ func approval(csr *certificatesv1.CertificateSigningRequest, req *x509.Certifica
 	if !known || csr.Spec.SignerName == certificatesv1.KubeAPIServerClientSignerName {
 		return false, "", "not a node signer"
 	}
+	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
+		return false, "", "a client request is decided by clientApproval"
+	}
 	if !slices.Contains(csr.Spec.Groups, nodesGroup) || csr.Spec.Username != req.Subject.CommonName {
 		return false, "", fmt.Sprintf("requested by %q, not by the node it names (%q)", csr.Spec.Username, req.Subject.CommonName)
 	}
 	if err := checkSigner(csr, req); err != nil {
 		return false, "", err.Error()
-	}
-	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
-		return true, "Auto approving self kubelet client certificate after SubjectAccessReview.", ""
 	}
 	name := strings.TrimPrefix(req.Subject.CommonName, nodeUserPrefix)
 	i := slices.IndexFunc(nodes, func(n *v1.Node) bool { return n.Name == name })

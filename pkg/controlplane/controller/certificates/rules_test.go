@@ -1,9 +1,11 @@
 package certificates
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,10 +80,8 @@ func TestApproval(t *testing.T) {
 			own(nil), all, false, "at least one DNS or IP"},
 		{"wrong organization", certificatesv1.KubeletServingSignerName, "system:node:n1", nodeGroups, serving,
 			request(t, "system:node:n1", []string{"system:masters"}, []string{"n1"}), all, false, "organization"},
-		{"own client", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", nodeGroups, client,
-			own(nil), nil, true, ""},
-		{"client with SANs", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", nodeGroups, client,
-			own([]string{"n1"}), nil, false, "subjectAltNames are not allowed"},
+		{"client request", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", nodeGroups, client,
+			own(nil), nil, false, "clientApproval"},
 		{"user client", certificatesv1.KubeAPIServerClientSignerName, "jane", nil, client,
 			request(t, "jane", nil, nil), nil, false, "not a node signer"},
 		{"unknown signer", "example.com/x", "system:node:n1", nodeGroups, client,
@@ -136,5 +136,74 @@ func TestX509Usages(t *testing.T) {
 	ku, ext := x509Usages([]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth})
 	if ku != x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment || len(ext) != 1 || ext[0] != x509.ExtKeyUsageServerAuth {
 		t.Errorf("usages = %v %v", ku, ext)
+	}
+}
+
+// reviews is a fake authorizer: the subresources each user may create,
+// and the reviews asked.
+type reviews struct {
+	allowed map[string][]string
+	asked   []string
+}
+
+func (r *reviews) authorize(_ context.Context, csr *certificatesv1.CertificateSigningRequest, sub string) (bool, error) {
+	r.asked = append(r.asked, csr.Spec.Username+" "+sub)
+	return slices.Contains(r.allowed[csr.Spec.Username], sub), nil
+}
+
+// TestClientApproval: upstream's sarapprove decisions for
+// kube-apiserver-client-kubelet requests.
+func TestClientApproval(t *testing.T) {
+	nodes := []string{"system:nodes"}
+	ds, ke, ca := certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth
+	client := []certificatesv1.KeyUsage{ds, ca}
+	n1 := request(t, "system:node:n1", nodes, nil)
+	boot := "system:bootstrap:abcdef"
+	policy := map[string][]string{
+		"system:node:n1": {"selfnodeclient"},
+		boot:             {"nodeclient"},
+	}
+	for _, c := range []struct {
+		name    string
+		user    string
+		usages  []certificatesv1.KeyUsage
+		req     *x509.CertificateRequest
+		approve string // the approval message's start, "" pending
+		why     string
+		asked   []string
+	}{
+		{"renewal by the node", "system:node:n1", client, n1, "Auto approving self kubelet client certificate", "",
+			[]string{"system:node:n1 selfnodeclient"}},
+		{"renewal with key encipherment", "system:node:n1", []certificatesv1.KeyUsage{ds, ke, ca}, n1, "Auto approving self", "",
+			[]string{"system:node:n1 selfnodeclient"}},
+		{"bootstrap", boot, client, n1, "Auto approving kubelet client certificate after", "",
+			[]string{boot + " nodeclient"}},
+		{"another node's certificate by a node", "system:node:n2", client, n1, "", "recognized as nodeclient but subject access review was not approved",
+			[]string{"system:node:n2 nodeclient"}},
+		{"user without permission", "jane", client, n1, "", "not approved", []string{"jane nodeclient"}},
+		{"node without selfnodeclient", "system:node:n1", client, n1, "", "recognized as selfnodeclient, nodeclient", nil},
+		{"missing client auth", boot, []certificatesv1.KeyUsage{ds}, n1, "", "usages did not match", nil},
+		{"server auth", boot, []certificatesv1.KeyUsage{ds, ca, certificatesv1.UsageServerAuth}, n1, "", "usages did not match", nil},
+		{"SANs", boot, client, request(t, "system:node:n1", nodes, []string{"n1"}), "", "subjectAltNames are not allowed", nil},
+		{"wrong organization", boot, client, request(t, "system:node:n1", []string{"system:masters"}, nil), "", "organization", nil},
+		{"not a node", boot, client, request(t, "jane", nodes, nil), "", "common name", nil},
+	} {
+		r := &reviews{allowed: policy}
+		if c.name == "node without selfnodeclient" {
+			r.allowed = map[string][]string{}
+			c.asked = []string{"system:node:n1 selfnodeclient", "system:node:n1 nodeclient"}
+		}
+		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Username: c.user, Usages: c.usages,
+		}}
+		ok, msg, why, err := clientApproval(t.Context(), csr, c.req, r.authorize)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case ok != (c.approve != ""), ok && !strings.HasPrefix(msg, c.approve), !ok && !strings.Contains(why, c.why):
+			t.Errorf("%s: approval = %v %q %q, want %q / %q", c.name, ok, msg, why, c.approve, c.why)
+		case !slices.Equal(r.asked, c.asked):
+			t.Errorf("%s: reviews %q, want %q", c.name, r.asked, c.asked)
+		}
 	}
 }
