@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
 	"github.com/nodeagent/nodeagent/pkg/apiclient"
+	"github.com/nodeagent/nodeagent/pkg/clientcert"
 	"github.com/nodeagent/nodeagent/pkg/metrics"
 	"github.com/nodeagent/nodeagent/pkg/netutil"
 	"github.com/nodeagent/nodeagent/pkg/network"
@@ -58,9 +60,12 @@ func Run(ctx context.Context, o Options) error {
 		nodeIP = netutil.HostIP()
 	}
 	log = log.With("node", nodeName)
-	rc, err := restConfig(o)
+	rc, rotating, err := joinConfig(ctx, o, nodeName, log)
 	if err != nil {
 		return err
+	}
+	if rotating != nil {
+		go func() { _ = rotating.Run(ctx) }() // stops with ctx
 	}
 	// Mode-dependent defaults (readOnlyPort) are known only now: check
 	// the result again for port clashes.
@@ -181,6 +186,33 @@ func Run(ctx context.Context, o Options) error {
 		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
 	}
 	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, pressure: press, nodeName: nodeName, nodeIP: nodeIP, log: log})
+}
+
+// joinConfig is restConfig after the client TLS bootstrap
+// (--bootstrap-kubeconfig) and, with rotateCertificates, on the rotating
+// client certificate.
+func joinConfig(ctx context.Context, o Options, nodeName string, log *slog.Logger) (*rest.Config, *clientcert.Rotating, error) {
+	certDir := o.Flags.CertDir
+	if certDir == "" {
+		certDir = filepath.Join(o.Flags.RootDir, "pki")
+	}
+	if o.RESTConfig == nil && o.Flags.BootstrapKubeconfig != "" {
+		if err := clientcert.LoadClientCert(ctx, clientcert.Bootstrap{
+			Kubeconfig: o.Flags.Kubeconfig, BootstrapKubeconfig: o.Flags.BootstrapKubeconfig,
+			CertDir: certDir, NodeName: nodeName, Logger: log.With("component", "tls-bootstrap"),
+		}); err != nil {
+			return nil, nil, fmt.Errorf("client TLS bootstrap: %w", err)
+		}
+	}
+	rc, err := restConfig(o)
+	if err != nil || rc == nil || !o.Config.RotateCertificates {
+		return rc, nil, err
+	}
+	rot, err := clientcert.NewRotating(clientcert.Rotation{Config: rc, CertDir: certDir, NodeName: nodeName, Logger: log.With("component", "client-certificate")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rotateCertificates: %w", err)
+	}
+	return rot.Config, rot, nil
 }
 
 // restConfig is the API client's configuration when a kubeconfig (or

@@ -131,6 +131,10 @@ func apiServerCA(rc *rest.Config) ([]byte, error) {
 	switch {
 	case rc == nil:
 		return nil, nil
+	case rc.Transport != nil:
+		if t, ok := rc.Transport.(interface{ CAData() []byte }); ok {
+			return t.CAData(), nil // the rotating client certificate's transport
+		}
 	case len(rc.TLSClientConfig.CAData) > 0:
 		return rc.TLSClientConfig.CAData, nil
 	case rc.TLSClientConfig.CAFile != "":

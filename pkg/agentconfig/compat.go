@@ -21,7 +21,6 @@ var notImplemented = []string{
 	"tlsCipherSuites",
 	"tlsCurvePreferences",
 	"tlsMinVersion",
-	"rotateCertificates",
 	"imagePullCredentialsVerificationPolicy",
 	"preloadedImagesVerificationAllowlist",
 	"enableDebuggingHandlers",

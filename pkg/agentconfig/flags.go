@@ -80,6 +80,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.HostnameOverride, "hostname-override", f.HostnameOverride, "Node name to use instead of the hostname.")
 	fs.StringVar(&f.NodeIP, "node-ip", f.NodeIP, "IP address of the node.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Kubeconfig of the API server; empty runs standalone.")
+	fs.StringVar(&f.BootstrapKubeconfig, "bootstrap-kubeconfig", f.BootstrapKubeconfig, "Kubeconfig with a bootstrap credential: when the --kubeconfig file is missing or its client certificate is invalid or expired, a node client certificate is requested with it (a CertificateSigningRequest) and --kubeconfig is written to use it.")
+	fs.StringVar(&f.CertDir, "cert-dir", f.CertDir, "Directory of the client and serving certificates (default <root-dir>/pki).")
 	fs.StringVar(&f.ConfigFile, "config", f.ConfigFile, "KubeletConfiguration file; flags given explicitly override its values.")
 	fs.StringVar(&f.ConfigDir, "config-dir", f.ConfigDir, "Directory of KubeletConfiguration drop-ins: its *.conf files, in lexical order, are merged over --config (objects merge, lists replace); flags given explicitly override the result.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", f.NodeLabels, "Labels added to the Node when it registers (key=value,...).")
@@ -104,6 +106,9 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 func (f *Flags) Validate() error {
 	if f.RootDir == "" {
 		return errors.New("--root-dir must not be empty")
+	}
+	if f.BootstrapKubeconfig != "" && f.Kubeconfig == "" {
+		return errors.New("--bootstrap-kubeconfig needs --kubeconfig: the kubeconfig it writes")
 	}
 	if f.NodeIP != "" && net.ParseIP(f.NodeIP) == nil {
 		return fmt.Errorf("--node-ip: invalid IP address %q", f.NodeIP)

@@ -52,10 +52,13 @@ func TestKubeadmConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWarnings(t, warnings, notImplementedWarnings("config file "+path+": ",
-		"httpCheckFrequency", "rotateCertificates", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency",
+		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency",
 		"volumeStatsAggPeriod", "cpuManagerReconcilePeriod",
 		"memorySwap", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods", "crashLoopBackOff"))
+	if !c.RotateCertificates {
+		t.Error("rotateCertificates: true not loaded")
+	}
 	if c.StaticPodPath != "/etc/kubernetes/manifests" || c.CgroupDriver != "systemd" ||
 		!slices.Equal(c.ClusterDNS, []string{"10.96.0.10"}) || c.ClusterDomain != "cluster.local" ||
 		c.Authentication.X509.ClientCAFile != "/etc/kubernetes/pki/ca.crt" {

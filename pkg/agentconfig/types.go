@@ -57,6 +57,13 @@ type Config struct {
 	// signs these requests, so its API server can verify kubelets), false
 	// standalone.
 	ServerTLSBootstrap *bool `json:"serverTLSBootstrap,omitempty"`
+	// RotateCertificates renews the API client certificate (the
+	// kubeconfig's, kept in --cert-dir as kubelet-client-current.pem)
+	// through kubernetes.io/kube-apiserver-client-kubelet
+	// CertificateSigningRequests at 70-90% of its life, as the kubelet's;
+	// the API clients pick up the new certificate without a restart.
+	// Default: false, as upstream.
+	RotateCertificates bool `json:"rotateCertificates,omitempty"`
 	// Authentication and Authorization configure the node API server's
 	// auth, with upstream's v1beta1 defaults.
 	Authentication Authentication `json:"authentication"`
@@ -247,6 +254,14 @@ type Flags struct {
 	NodeIP string
 	// Kubeconfig is the path of a kubeconfig for the API server ("" = standalone).
 	Kubeconfig string
+	// BootstrapKubeconfig is the kubelet's --bootstrap-kubeconfig: when
+	// Kubeconfig is missing or its client certificate is invalid, a node
+	// client certificate is requested with this kubeconfig's credential (a
+	// bootstrap token) and Kubeconfig is written to use it.
+	BootstrapKubeconfig string
+	// CertDir holds the client and serving pairs (--cert-dir). Default:
+	// <root-dir>/pki.
+	CertDir string
 	// ConfigFile is the path of the KubeletConfiguration file (--config).
 	ConfigFile string
 	// ConfigDir is a directory of KubeletConfiguration drop-ins (--config-dir).
