@@ -57,7 +57,11 @@ type Bootstrap struct {
 // kubeconfig's credential (unless the certificate directory has a valid
 // one), stores it in CertDir and writes b.Kubeconfig pointing at
 // kubelet-client-current.pem with the bootstrap kubeconfig's cluster.
-func LoadClientCert(ctx context.Context, b Bootstrap) error {
+func LoadClientCert(ctx context.Context, b Bootstrap) error { return loadClientCert(ctx, b, nil) }
+
+// loadClientCert is LoadClientCert with the bootstrap client (nil: one of
+// the bootstrap kubeconfig).
+func loadClientCert(ctx context.Context, b Bootstrap, client kubernetes.Interface) error {
 	now := b.Now
 	if now == nil {
 		now = time.Now
@@ -89,9 +93,10 @@ func LoadClientCert(ctx context.Context, b Bootstrap) error {
 	if err != nil {
 		return fmt.Errorf("bootstrap key %s: %w", keyPath, err)
 	}
-	client, err := kubernetes.NewForConfig(bootCfg)
-	if err != nil {
-		return fmt.Errorf("bootstrap client: %w", err)
+	if client == nil {
+		if client, err = kubernetes.NewForConfig(bootCfg); err != nil {
+			return fmt.Errorf("bootstrap client: %w", err)
+		}
 	}
 	certPEM, err := requestNodeCertificate(ctx, client, keyPEM, b.NodeName, log)
 	if err != nil {
