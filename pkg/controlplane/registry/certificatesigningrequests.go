@@ -9,7 +9,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,8 +109,14 @@ var csrKeyUsages = sets.New[string](
 // minExpirationSeconds is upstream's floor for spec.expirationSeconds.
 const minExpirationSeconds = 600
 
+// validateCSRName accepts any name, as upstream's
+// ValidateCertificateRequestName ("We don't care what you call your
+// certificate requests"): the kubelet's node-csr-<base64url digest> has
+// upper case and underscores. The API server's path rules still apply.
+func validateCSRName(string, bool) []string { return nil }
+
 func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
-	errs := validateMeta(&csr.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain)
+	errs := validateMeta(&csr.ObjectMeta, false, validateCSRName)
 	spec := field.NewPath("spec")
 	if _, err := ParseCSR(csr.Spec.Request); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("request"), "", err.Error()))
