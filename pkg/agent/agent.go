@@ -64,9 +64,6 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if rotating != nil {
-		go func() { _ = rotating.Run(ctx) }() // stops with ctx
-	}
 	// Mode-dependent defaults (readOnlyPort) are known only now: check
 	// the result again for port clashes.
 	cfg.SetModeDefaults(rc != nil)
@@ -185,17 +182,23 @@ func Run(ctx context.Context, o Options) error {
 	if api != nil {
 		gate.onChange = func() { mgr.NetworkChanged(); api.Node.Trigger() } // Ready follows the gate
 	}
-	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, pressure: press, nodeName: nodeName, nodeIP: nodeIP, log: log})
+	return runComponents(ctx, o, parts{mgr: mgr, rt: rt, api: api, objects: objects, rc: rc, rotating: rotating, kubenet: kubenet, network: gate, metrics: mtr, traces: traces, pressure: press, nodeName: nodeName, nodeIP: nodeIP, log: log})
+}
+
+// certDir is --cert-dir, by default <root-dir>/pki, as the kubelet's:
+// the client and serving pairs.
+func certDir(o Options) string {
+	if o.Flags.CertDir != "" {
+		return o.Flags.CertDir
+	}
+	return filepath.Join(o.Flags.RootDir, "pki")
 }
 
 // joinConfig is restConfig after the client TLS bootstrap
 // (--bootstrap-kubeconfig) and, with rotateCertificates, on the rotating
 // client certificate.
 func joinConfig(ctx context.Context, o Options, nodeName string, log *slog.Logger) (*rest.Config, *clientcert.Rotating, error) {
-	certDir := o.Flags.CertDir
-	if certDir == "" {
-		certDir = filepath.Join(o.Flags.RootDir, "pki")
-	}
+	certDir := certDir(o)
 	if o.RESTConfig == nil && o.Flags.BootstrapKubeconfig != "" {
 		if err := clientcert.LoadClientCert(ctx, clientcert.Bootstrap{
 			Kubeconfig: o.Flags.Kubeconfig, BootstrapKubeconfig: o.Flags.BootstrapKubeconfig,
@@ -271,6 +274,7 @@ type parts struct {
 	api              *apiclient.API         // nil standalone
 	objects          *objectmanager.Manager // nil standalone
 	rc               *rest.Config           // nil standalone
+	rotating         *clientcert.Rotating   // nil unless rotateCertificates (joined)
 	kubenet          *network.Kubenet       // nil unless --network-plugin=kubenet
 	network          *networkGate
 	metrics          *metrics.Metrics
@@ -307,7 +311,10 @@ func runComponents(ctx context.Context, o Options, p parts) error {
 		}
 		c.run("", func() error { return src.Run(gctx, file) })
 	}
-	pods := file // standalone: the static pods are the desired set
+	pods := file           // standalone: the static pods are the desired set
+	if p.rotating != nil { // before the API clients: it stops after them
+		c.run("client certificate rotation", func() error { return p.rotating.Run(gctx) })
+	}
 	if api != nil {
 		merged := make(chan []*v1.Pod, 1)
 		c.run("API client", func() error { return api.Run(gctx, file, merged) })

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 
@@ -62,7 +61,7 @@ func startNodeAPI(ctx context.Context, o Options, p parts, health func() error) 
 	}
 	cert, err := nodeapi.ServingCertificate(nodeapi.CertConfig{
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile,
-		Dir: filepath.Join(o.Flags.RootDir, "pki"), Host: p.nodeName, IPs: ips(p.nodeIP),
+		Dir: certDir(o), Host: p.nodeName, IPs: ips(p.nodeIP),
 	})
 	if err != nil {
 		return nil, err
@@ -85,7 +84,7 @@ func servingCertSource(ctx context.Context, o Options, p parts, client kubernete
 		return nodeapi.GetCertificate(nil, cert), nil
 	}
 	m, err := nodeapi.StartServingCertManager(nodeapi.BootstrapConfig{
-		Client: client, NodeName: p.nodeName, IPs: ips(p.nodeIP), Dir: filepath.Join(o.Flags.RootDir, "pki"),
+		Client: client, NodeName: p.nodeName, IPs: ips(p.nodeIP), Dir: certDir(o),
 	})
 	if err != nil {
 		return nil, err
