@@ -109,7 +109,9 @@ func TestAgentJoinsWithBootstrapToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := slices.IndexFunc(csrs.Items, func(c certificatesv1.CertificateSigningRequest) bool { return c.Spec.Username == "system:bootstrap:"+id })
+	j := slices.IndexFunc(csrs.Items, func(c certificatesv1.CertificateSigningRequest) bool {
+		return c.Spec.Username == "system:bootstrap:"+id
+	})
 	if j < 0 || len(csrs.Items[j].Status.Certificate) == 0 || !slices.Contains(csrs.Items[j].Spec.Groups, server.NodeBootstrapGroup) {
 		t.Fatalf("no issued bootstrap request by system:bootstrap:%s in %d requests", id, len(csrs.Items))
 	}
