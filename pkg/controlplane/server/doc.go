@@ -17,8 +17,14 @@
 //
 // Authentication sits in front of the API server: a client certificate
 // verified against the CA gives user CN and groups O; otherwise a bearer
-// token from tokens.csv; otherwise 401 with a Status body (anonymous access
-// is off). Behind authentication, package inflight bounds the requests
+// token from tokens.csv, a service account token, or a bootstrap token
+// (kube-system/bootstrap-token-<id> secrets, as kube-apiserver's
+// --enable-bootstrap-token-auth: system:bootstrap:<id> in
+// system:bootstrappers); otherwise 401 with a Status body (anonymous access
+// is off). After the bootstrap RBAC policy, the rbac/bootstrap-roles hook
+// creates the bindings kubeadm creates for joining nodes (joinBindings), so
+// that the tokens of `nodeagent server token create` (CreateJoinToken) get
+// node client certificates approved. Behind authentication, package inflight bounds the requests
 // served at once (Config.MaxRequestsInFlight, MaxMutatingRequestsInFlight:
 // kube-apiserver's flags, 429 past them). /healthz, /livez and /readyz answer anyone, as kube-apiserver's
 // probe endpoints do; /readyz fails until etcd and the API server are ready
