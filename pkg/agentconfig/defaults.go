@@ -139,9 +139,12 @@ func (c *Config) setAuthDefaults() {
 // SetModeDefaults fills the defaults that depend on whether the agent
 // joined an API server: readOnlyPort is off when joined (upstream's
 // v1beta1 default) and 10255 standalone, where it is the only way to list
-// the agent's pods; serverTLSBootstrap is on when joined. Call it once the mode is known.
+// the agent's pods. serverTLSBootstrap defaults to false (upstream's
+// v1beta1 default) but stays unset until here, so that whoever starts an
+// agent can tell a file that chose it from one that did not (`nodeagent
+// server` turns it on for its own agent). Call it once the mode is known.
 func (c *Config) SetModeDefaults(joined bool) {
-	defaultPtr(&c.ServerTLSBootstrap, joined)
+	defaultPtr(&c.ServerTLSBootstrap, false)
 	if joined {
 		defaultPtr(&c.ReadOnlyPort, 0)
 		return

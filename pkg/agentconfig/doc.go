@@ -15,6 +15,8 @@
 // default. Resolve implements the sequence: parse flags, load --config,
 // merge the drop-ins (LoadFiles), re-apply the flags the user set.
 // Validate the result with Config.Validate. Defaults that depend on
-// whether the agent joined an API server (readOnlyPort) are left unset
+// whether the agent joined an API server (readOnlyPort), and
+// serverTLSBootstrap (false either way, as upstream's, but told apart
+// from an explicit value), are left unset
 // until the agent calls SetModeDefaults.
 package agentconfig

@@ -41,6 +41,8 @@ func (c *Config) addServerFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.Port, "port", *c.Port, "Port of the authenticated HTTPS node API server (config: port).")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate of the node API server; empty generates a self-signed one in <root-dir>/pki (config: tlsCertFile).")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Key of --tls-cert-file (config: tlsPrivateKeyFile).")
+	fs.Var(optionalBool{&c.ServerTLSBootstrap}, "rotate-server-certificates", "Request the node API server's certificate from the cluster with a kubernetes.io/kubelet-serving CertificateSigningRequest, and renew it before it expires; the requests must be approved (config: serverTLSBootstrap).")
+	fs.Lookup("rotate-server-certificates").NoOptDefVal = "true"
 	fs.StringVar(&c.Authentication.X509.ClientCAFile, "client-ca-file", c.Authentication.X509.ClientCAFile, "CA bundle that verifies client certificates (config: authentication.x509.clientCAFile).")
 	fs.BoolVar(c.Authentication.Anonymous.Enabled, "anonymous-auth", *c.Authentication.Anonymous.Enabled, "Let unauthenticated requests in as system:anonymous (config: authentication.anonymous.enabled).")
 	fs.BoolVar(c.Authentication.Webhook.Enabled, "authentication-token-webhook", *c.Authentication.Webhook.Enabled, "Check bearer tokens with TokenReview (config: authentication.webhook.enabled).")
@@ -69,6 +71,27 @@ func (o optionalInt32) Set(s string) error {
 }
 
 func (optionalInt32) Type() string { return "int32" }
+
+// optionalBool is optionalInt32 for a *bool field.
+type optionalBool struct{ p **bool }
+
+func (o optionalBool) String() string {
+	if o.p == nil || *o.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**o.p)
+}
+
+func (o optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*o.p = &v
+	return nil
+}
+
+func (optionalBool) Type() string { return "bool" }
 
 // AddFlags registers the flag-only settings, using f's current values (or
 // their defaults) as flag defaults.

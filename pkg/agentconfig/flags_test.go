@@ -66,6 +66,15 @@ resolvConf: /file/resolv.conf
 		{"seccomp default flag", []string{"--seccomp-default"}, func(c *Config) []any {
 			return []any{*c.SeccompDefault, true}
 		}},
+		{"rotate-server-certificates", []string{"--rotate-server-certificates"}, func(c *Config) []any {
+			return []any{*c.ServerTLSBootstrap, true}
+		}},
+		{"rotate-server-certificates over file", []string{"--config=" + file, "--rotate-server-certificates=false"}, func(c *Config) []any {
+			return []any{*c.ServerTLSBootstrap, false, c.MaxPods, int32(50)}
+		}},
+		{"serverTLSBootstrap unset without flag or file", nil, func(c *Config) []any {
+			return []any{c.ServerTLSBootstrap, (*bool)(nil)}
+		}},
 		{"server flags over file", []string{"--config=" + file, "--anonymous-auth=true", "--read-only-port=10255"}, func(c *Config) []any {
 			return []any{*c.Authentication.Anonymous.Enabled, true, *c.ReadOnlyPort, int32(10255), c.Authentication.Webhook.CacheTTL.Duration, 2 * time.Minute}
 		}},

@@ -52,10 +52,11 @@ type Config struct {
 	// ServerTLSBootstrap requests the node API server's certificate from
 	// the cluster (a kubernetes.io/kubelet-serving CertificateSigningRequest,
 	// renewed before it expires) instead of a self-signed one; ignored when
-	// tlsCertFile is set. Default: true when joined to an API server
-	// (upstream's default is false; nodeagent's control plane approves and
-	// signs these requests, so its API server can verify kubelets), false
-	// standalone.
+	// tlsCertFile is set, and standalone. Default: false, as upstream's
+	// (unset until SetModeDefaults; `nodeagent server` sets it for its own
+	// agent: its controllers approve and sign these requests, so its API
+	// server can verify kubelets). The kubelet's flag:
+	// --rotate-server-certificates.
 	ServerTLSBootstrap *bool `json:"serverTLSBootstrap,omitempty"`
 	// RotateCertificates renews the API client certificate (the
 	// kubeconfig's, kept in --cert-dir as kubelet-client-current.pem)

@@ -74,6 +74,17 @@ func TestSetDefaults(t *testing.T) {
 		if c.SetModeDefaults(joined); *c.ReadOnlyPort != 10266 {
 			t.Errorf("joined=%v: a set readOnlyPort was changed to %d", joined, *c.ReadOnlyPort)
 		}
+		// Upstream's default, joined or not; unset until the mode is known.
+		if *c.ServerTLSBootstrap {
+			t.Errorf("joined=%v: serverTLSBootstrap defaults to true, upstream's default is false", joined)
+		}
+		c.ServerTLSBootstrap = ptr(true)
+		if c.SetModeDefaults(joined); !*c.ServerTLSBootstrap {
+			t.Errorf("joined=%v: a set serverTLSBootstrap was changed", joined)
+		}
+	}
+	if Default().ServerTLSBootstrap != nil {
+		t.Errorf("serverTLSBootstrap is defaulted before the mode is known")
 	}
 	c.Address = "127.0.0.2"
 	if c.ReadOnlyAddress() != "127.0.0.2" {

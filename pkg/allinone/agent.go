@@ -94,6 +94,9 @@ func agentArgs(flags *agentconfig.Flags, cfg *agentconfig.Config, cfgFile string
 	if flags.ServiceProxy {
 		args = append(args, "--service-proxy")
 	}
+	if cfg.ServerTLSBootstrap != nil && *cfg.ServerTLSBootstrap {
+		args = append(args, "--rotate-server-certificates")
+	}
 	if flags.ClusterCIDR != "" {
 		args = append(args, "--cluster-cidr="+flags.ClusterCIDR)
 	}
@@ -104,7 +107,10 @@ func agentArgs(flags *agentconfig.Flags, cfg *agentconfig.Config, cfgFile string
 }
 
 // agentConfig is the local agent's KubeletConfiguration: the file's, or
-// the defaults, pointed at the cluster DNS.
+// the defaults, pointed at the cluster DNS, with serverTLSBootstrap on
+// unless the file sets it (upstream's default is off; this server's
+// controllers approve and sign its nodes' serving certificates and its API
+// server verifies kubelets with them).
 func (c *Config) agentConfig() (*agentconfig.Config, error) {
 	agentCfg := agentconfig.Default()
 	if c.AgentConfigFile != "" {
@@ -116,6 +122,10 @@ func (c *Config) agentConfig() (*agentconfig.Config, error) {
 		}
 	}
 	useClusterDNS(agentCfg, &c.Server, c.Network.ServiceProxy)
+	if agentCfg.ServerTLSBootstrap == nil {
+		on := true
+		agentCfg.ServerTLSBootstrap = &on
+	}
 	if _, err := agentCfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent configuration: %w", err)
 	}

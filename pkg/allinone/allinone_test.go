@@ -96,6 +96,18 @@ func TestAgentConfigFile(t *testing.T) {
 	if !slices.Equal(agentCfg.ClusterDNS, []string{"9.9.9.9"}) {
 		t.Errorf("clusterDNS %v: the file's should win", agentCfg.ClusterDNS)
 	}
+	if agentCfg.ServerTLSBootstrap == nil || !*agentCfg.ServerTLSBootstrap {
+		t.Errorf("serverTLSBootstrap %v: the server's agent requests its serving certificate unless the file says otherwise", agentCfg.ServerTLSBootstrap)
+	}
+	if err := os.WriteFile(path, []byte(body+"serverTLSBootstrap: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if agentCfg, err = c.agentConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if *agentCfg.ServerTLSBootstrap {
+		t.Error("serverTLSBootstrap: false in the file was overridden")
+	}
 	c.AgentConfigFile = filepath.Join(t.TempDir(), "missing.yaml")
 	if _, err := c.agentConfig(); err == nil {
 		t.Error("a missing agent config: no error")

@@ -17,11 +17,12 @@ import (
 func TestAgentArgs(t *testing.T) {
 	flags := &agentconfig.Flags{Kubeconfig: "/d/node.kubeconfig", RootDir: "/r", HostnameOverride: "n1",
 		NetworkPlugin: "kubenet", CNIConfDir: "/c", CNIBinDirs: []string{"/a", "/b"}, ServiceProxy: true, ClusterCIDR: "10.50.0.0/16"}
-	cfg := &agentconfig.Config{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}
+	on := true
+	cfg := &agentconfig.Config{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", ServerTLSBootstrap: &on}
 	got := agentArgs(flags, cfg, "/etc/a.yaml", 4)
 	want := []string{"agent", "--kubeconfig=/d/node.kubeconfig", "--root-dir=/r", "--hostname-override=n1", "--log-component=agent",
 		"--config=/etc/a.yaml", "--cluster-dns=10.96.0.10", "--cluster-domain=cluster.local",
-		"--network-plugin=kubenet", "--cni-conf-dir=/c", "--cni-bin-dir=/a,/b", "--service-proxy", "--cluster-cidr=10.50.0.0/16", "-v=4"}
+		"--network-plugin=kubenet", "--cni-conf-dir=/c", "--cni-bin-dir=/a,/b", "--service-proxy", "--rotate-server-certificates", "--cluster-cidr=10.50.0.0/16", "-v=4"}
 	if !slices.Equal(got, want) {
 		t.Errorf("args\n got %q\nwant %q", got, want)
 	}

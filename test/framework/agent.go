@@ -87,6 +87,10 @@ func NewAgentOn(bin, dir string, inst Instance) (*Agent, error) {
 	// evictionHard {}: no eviction thresholds, for the same shared disk
 	// (past the kubelet's nodefs.available 10%, it would evict the tests'
 	// pods); eviction tests set their own with SetEvictionHard.
+	// serverTLSBootstrap (upstream's default is false): joined agents
+	// request their serving certificate, which nodeagent's API server
+	// verifies and its controllers sign, as `nodeagent server` sets it for
+	// its own agent; standalone agents ignore it.
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
@@ -100,6 +104,7 @@ fileCheckFrequency: 20s
 syncFrequency: 10s
 imageGCHighThresholdPercent: 100
 evictionHard: {}
+serverTLSBootstrap: true
 `, a.ManifestDir, inst.Socket, a.Port, a.SecurePort, a.LogsDir, inst.CgroupRoot)
 	return a, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644)
 }

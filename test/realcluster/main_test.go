@@ -129,10 +129,11 @@ func trimNL(b []byte) []byte {
 // KubeletConfiguration: the fields kubeadm writes into
 // /var/lib/kubelet/config.yaml that matter here (client certificates of
 // the cluster CA, no anonymous requests, webhook authentication and
-// authorization, the cluster DNS), and serverTLSBootstrap (kubeadm's
-// documented opt-in): kube-controller-manager signs the serving CSR once
-// an administrator approves it (TestServingCertificate); until then the
-// agent serves a self-signed certificate, which kube-apiserver without
+// authorization, the cluster DNS). The framework's config adds
+// serverTLSBootstrap (kubeadm's documented opt-in):
+// kube-controller-manager signs the serving CSR once an administrator
+// approves it (TestServingCertificate); until then the agent serves a
+// self-signed certificate, which kube-apiserver without
 // --kubelet-certificate-authority (kubeadm's default) does not verify.
 func kubeletConfig(caFile string) string {
 	return fmt.Sprintf(`authentication:
@@ -147,7 +148,6 @@ authorization:
 clusterDNS:
 - %s
 clusterDomain: cluster.local
-serverTLSBootstrap: true
 `, caFile, clusterDNS)
 }
 
