@@ -26,7 +26,9 @@ import (
 // the administrator approves it with kubectl, kube-controller-manager's
 // signer issues it from the cluster CA, and the agent serves it.
 func TestServingCertificate(t *testing.T) {
-	var csr certv1.CertificateSigningRequest
+	// Every pending request of the node: an agent restarted before its
+	// certificate was issued (TestNodeLifecycle) has requested again.
+	var pending []string
 	framework.WaitFor(t, apiTimeout, "the agent's kubelet-serving CSR", func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -34,22 +36,24 @@ func TestServingCertificate(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
+		pending = pending[:0]
 		for _, c := range list.Items {
-			if c.Spec.SignerName == certv1.KubeletServingSignerName && c.Spec.Username == "system:node:"+nodeName {
-				csr = c
-				return true, nil
+			if c.Spec.SignerName == certv1.KubeletServingSignerName && c.Spec.Username == "system:node:"+nodeName && len(c.Status.Conditions) == 0 {
+				pending = append(pending, c.Name)
 			}
 		}
-		return false, fmt.Errorf("%d CSRs, none kubelet-serving from the node", len(list.Items))
+		return len(pending) > 0, fmt.Errorf("%d CSRs, none pending kubelet-serving from the node", len(list.Items))
 	})
-	kctl.Must(t, "certificate", "approve", csr.Name)
-	framework.WaitFor(t, apiTimeout, "kube-controller-manager to sign "+csr.Name, func() (bool, error) {
-		out, stderr, err := kctl.Run(t, "get", "csr", csr.Name, "-o", "jsonpath={.status.certificate}")
-		if err != nil {
-			return false, fmt.Errorf("%v: %s", err, stderr)
-		}
-		return strings.TrimSpace(out) != "", errors.New("no certificate yet")
-	})
+	kctl.Must(t, append([]string{"certificate", "approve"}, pending...)...)
+	for _, name := range pending {
+		framework.WaitFor(t, apiTimeout, "kube-controller-manager to sign "+name, func() (bool, error) {
+			out, stderr, err := kctl.Run(t, "get", "csr", name, "-o", "jsonpath={.status.certificate}")
+			if err != nil {
+				return false, fmt.Errorf("%v: %s", err, stderr)
+			}
+			return strings.TrimSpace(out) != "", errors.New("no certificate yet")
+		})
+	}
 
 	caPEM, err := os.ReadFile(cl.pkiPath("ca.crt"))
 	if err != nil {
