@@ -39,6 +39,9 @@ const (
 	// name and group, the group bound to cluster-admin (clusterAdminsBinding).
 	kubeletClientUser  = "kube-apiserver-kubelet-client"
 	clusterAdminsGroup = "kubeadm:cluster-admins"
+	// nodeMonitorGracePeriod is kube-controller-manager's
+	// --node-monitor-grace-period.
+	nodeMonitorGracePeriod = 20 * time.Second
 )
 
 // cluster is the upstream control plane run from the binaries in bin,
@@ -162,6 +165,10 @@ func startCluster(bin, dir string) (c *cluster, err error) {
 		"--cluster-signing-key-file="+p(pki.CAKeyFile),
 		"--controllers=*,bootstrapsigner,tokencleaner",
 		"--leader-elect=true",
+		// Shorter than the default 50s (kubeadm passes it through
+		// controllerManager.extraArgs), for TestNodeLifecycle; twice the
+		// agent's Lease renewal interval (10s, the kubelet's).
+		"--node-monitor-grace-period="+nodeMonitorGracePeriod.String(),
 		"--requestheader-client-ca-file="+p("front-proxy-ca.crt"),
 		"--root-ca-file="+p(pki.CACertFile),
 		"--service-account-private-key-file="+p("sa.key"),

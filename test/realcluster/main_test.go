@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/proxy"
 	nart "github.com/nodeagent/nodeagent/pkg/runtime"
 	"github.com/nodeagent/nodeagent/test/framework"
 )
@@ -30,7 +31,7 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	if os.Geteuid() != 0 {
 		fmt.Println("realcluster: skipped, needs root (containerd, runc, CNI)")
 		return 0
@@ -79,7 +80,7 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
-	code := 1
+	code = 1
 	defer func() {
 		if code != 0 || os.Getenv("REALCLUSTER_LOGS") != "" {
 			fmt.Println(cl.logTails())
@@ -89,6 +90,18 @@ func run(m *testing.M) int {
 		}
 	}()
 	kctl = framework.Kubectl{Bin: kubectlBin, Kubeconfig: cl.adminConfig, Home: work}
+	// The service proxy's nftables table is the host's: removed after the
+	// agent stops, unless it was there before.
+	if hadProxyTable() {
+		fmt.Printf("realcluster: nftables table ip %s exists: another service proxy runs on this host\n", proxy.TableName)
+		return 1
+	}
+	defer func() {
+		if err := deleteProxyTable(); err != nil {
+			fmt.Println(err)
+			code = 1
+		}
+	}()
 	stopAgent, err := startAgent(agentBin, filepath.Join(work, "agent"))
 	if err != nil {
 		fmt.Println(err)
@@ -167,7 +180,8 @@ func startAgent(bin, dir string) (stop func() error, err error) {
 		return nil, err
 	}
 	a.NodeName = nodeName
-	a.ExtraArgs = []string{"--kubeconfig", kubeconfig}
+	// The agent's service proxy in place of kube-proxy (TestServiceProxy).
+	a.ExtraArgs = []string{"--kubeconfig", kubeconfig, "--service-proxy"}
 	if err := a.AppendConfig(kubeletConfig(cl.pkiPath("ca.crt"))); err != nil {
 		return nil, err
 	}
@@ -217,6 +231,22 @@ func waitNodeReady(timeout time.Duration) error {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("node %s not Ready after %s: %s", nodeName, timeout, last)
+}
+
+// hadProxyTable reports whether the service proxy's nftables table exists.
+func hadProxyTable() bool {
+	return exec.Command("nft", "list", "table", "ip", proxy.TableName).Run() == nil
+}
+
+// deleteProxyTable deletes the service proxy's nftables table if it exists.
+func deleteProxyTable() error {
+	if !hadProxyTable() {
+		return nil
+	}
+	if out, err := exec.Command("nft", "delete", "table", "ip", proxy.TableName).CombinedOutput(); err != nil {
+		return fmt.Errorf("nft delete table ip %s: %v: %s", proxy.TableName, err, out)
+	}
+	return nil
 }
 
 func clusterRoleBinding(name, role string, group string) *rbacv1.ClusterRoleBinding {
