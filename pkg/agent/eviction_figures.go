@@ -80,6 +80,12 @@ func podUsage(ps *stats.PodStats) *eviction.PodStats {
 		}
 		u.Containers = append(u.Containers, cs)
 	}
+	for _, v := range ps.VolumeStats {
+		u.Volumes = append(u.Volumes, eviction.VolumeStats{Name: v.Name, FsUsage: eviction.FsUsage{UsedBytes: v.UsedBytes, InodesUsed: v.InodesUsed}})
+	}
+	if es := ps.EphemeralStorage; es != nil {
+		u.EphemeralStorageUsed = es.UsedBytes
+	}
 	return u
 }
 

@@ -22,7 +22,9 @@ func newEviction(ctx context.Context, o Options, p parts, gc *imagegc.Manager) (
 	if err != nil {
 		return nil, fmt.Errorf("eviction: %w", err)
 	}
-	sp, err := stats.New(stats.Config{NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, Logger: p.log})
+	sp, err := stats.New(stats.Config{
+		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodLogsDir: cfg.PodLogsDir, Logger: p.log,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -55,14 +55,21 @@ func TestEvictionPodsCarryTheirUsage(t *testing.T) {
 		PodRef: stats.PodReference{Name: "a", Namespace: "ns", UID: "uid-a"},
 		Memory: &stats.MemoryStats{WorkingSetBytes: u64(42)},
 		Containers: []stats.ContainerStats{{Name: "c", Memory: &stats.MemoryStats{WorkingSetBytes: u64(40)},
-			Rootfs: &stats.FsStats{UsedBytes: u64(7)}}},
+			Rootfs: &stats.FsStats{UsedBytes: u64(7)}, Logs: &stats.FsStats{UsedBytes: u64(3)}}},
+		VolumeStats:      []stats.VolumeStats{{Name: "data", FsStats: stats.FsStats{UsedBytes: u64(5), InodesUsed: u64(2)}}},
+		EphemeralStorage: &stats.FsStats{UsedBytes: u64(15)},
 	}}}
 	got := evictionPods([]*v1.Pod{pod, other}, s)
 	if len(got) != 2 || got[0].Stats == nil || *got[0].Stats.MemoryWorkingSet != 42 || got[0].MemoryRequest.Value() != 10<<20 {
 		t.Fatalf("pods %+v", got)
 	}
-	if c := got[0].Stats.Containers[0]; c.Name != "c" || *c.MemoryWorkingSet != 40 || *c.Rootfs.UsedBytes != 7 {
+	if c := got[0].Stats.Containers[0]; c.Name != "c" || *c.MemoryWorkingSet != 40 || *c.Rootfs.UsedBytes != 7 || *c.Logs.UsedBytes != 3 {
 		t.Errorf("container %+v", c)
+	}
+	// The local storage checks read the summary's volumes and pod figure.
+	if st := got[0].Stats; len(st.Volumes) != 1 || st.Volumes[0].Name != "data" || *st.Volumes[0].UsedBytes != 5 ||
+		*st.Volumes[0].InodesUsed != 2 || st.EphemeralStorageUsed == nil || *st.EphemeralStorageUsed != 15 {
+		t.Errorf("volumes %+v, ephemeral storage %v", st.Volumes, st.EphemeralStorageUsed)
 	}
 	if got[1].Stats != nil {
 		t.Errorf("a pod without stats got %+v", got[1].Stats)

@@ -15,7 +15,8 @@ func monitoring(o Options, p parts) (nodeapi.Monitoring, error) {
 		podCgroups = podcgroup.KubepodsName(cgroupRoot(cfg))
 	}
 	sp, err := stats.New(stats.Config{
-		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodCgroups: podCgroups, Logger: p.log,
+		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodLogsDir: o.Config.PodLogsDir,
+		PodCgroups: podCgroups, Logger: p.log,
 	})
 	if err != nil {
 		return nodeapi.Monitoring{}, err

@@ -35,8 +35,9 @@ type Pod struct {
 	// emptyDir on disk, configMap), as the kubelet's localVolumeNames.
 	EmptyDirs    []EmptyDir
 	LocalVolumes []string
-	// EphemeralStorageLimit is the pod's summed ephemeral-storage limit,
-	// nil when a container has none.
+	// EphemeralStorageLimit is the pod's summed ephemeral-storage limit
+	// (resourcehelper.PodLimits, as upstream): set when any container has
+	// one, nil when none has.
 	EphemeralStorageLimit *resource.Quantity
 	// Stats nil: the pod has no stats, and ranks first, as the kubelet's.
 	Stats *PodStats

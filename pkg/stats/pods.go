@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -155,6 +156,13 @@ func (b *podBuilder) pod(sb *criv1.PodSandbox, containers []*criv1.Container, us
 	linux := sbUsage.GetLinux()
 	if b.full {
 		ps.Network = network(linux.GetNetwork(), b.p.stamp)
+		at := b.p.now()
+		for i := range ps.Containers {
+			ps.Containers[i].Logs = b.containerLogs(ps.PodRef, ps.Containers[i].Name, at)
+		}
+		var ephemeral []VolumeStats
+		ps.VolumeStats, ephemeral = b.podVolumes(types.UID(md.GetUid()), at)
+		ps.EphemeralStorage = b.podEphemeralStorage(&ps, ephemeral, at)
 	}
 	cpu, mem := cg.cpu, cg.memory
 	if cpu == nil && linux.GetCpu() != nil {

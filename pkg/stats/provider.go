@@ -24,6 +24,9 @@ type Config struct {
 	ImageFs runtime.ImageFs
 	// RootDir is the agent's root directory: its filesystem is the node's.
 	RootDir string
+	// PodLogsDir is the kubelet's /var/log/pods: containers' log usage
+	// and the pods' ephemeral storage count what is under it.
+	PodLogsDir string
 	// PodCgroups, when set, is the cgroup the pod cgroups are in (the
 	// kubepods cgroup, "/kubepods" below the cgroupfs mount): pods' CPU and
 	// memory are then read from their cgroups, as the kubelet reads them

@@ -7,8 +7,8 @@ import (
 // The summary API (/stats/summary), in the JSON shape of the kubelet's
 // k8s.io/kubelet/pkg/apis/stats/v1alpha1 (not a dependency of this
 // module). Fields the agent does not fill (accelerators, user-defined
-// metrics, PSI, volumes, process stats) are left out; clients ignore
-// missing optional fields.
+// metrics, PSI, persistent volumes' stats, process stats) are left out;
+// clients ignore missing optional fields.
 
 // Summary is a node's and its pods' resource usage.
 type Summary struct {
@@ -50,7 +50,20 @@ type PodStats struct {
 	CPU        *CPUStats        `json:"cpu,omitempty"`
 	Memory     *MemoryStats     `json:"memory,omitempty"`
 	Network    *NetworkStats    `json:"network,omitempty"`
-	Swap       *SwapStats       `json:"swap,omitempty"`
+	// VolumeStats are the pod's volumes with usage metrics (emptyDir,
+	// configMap, secret, projected, downward API).
+	VolumeStats []VolumeStats `json:"volume,omitempty"`
+	// EphemeralStorage is the pod's local ephemeral storage: writable
+	// layers, logs, local ephemeral volumes, etc-hosts.
+	EphemeralStorage *FsStats   `json:"ephemeral-storage,omitempty"`
+	Swap             *SwapStats `json:"swap,omitempty"`
+}
+
+// VolumeStats is one volume's usage and its filesystem's size, under the
+// volume's name in the pod spec.
+type VolumeStats struct {
+	FsStats
+	Name string `json:"name,omitempty"`
 }
 
 // ContainerStats is one container's usage.
