@@ -68,7 +68,7 @@ func TestDiskPressureEvictsWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cri.Close()
+	t.Cleanup(func() { cri.Close() }) // after the agent's cleanup, which lists sandboxes
 	n := &node{name: "disk-node", inst: inst, cri: cri}
 	agentDir := filepath.Join(dataDir, "agent")
 	t.Cleanup(func() { _ = os.RemoveAll(agentDir) }) // before the unmount
