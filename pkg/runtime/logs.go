@@ -147,6 +147,12 @@ func (lr *logReader) atEOF(ctx context.Context, incomplete int) (done bool, err 
 		// The old file was read to its end: go on with the new one.
 		return false, lr.reopen()
 	}
+	if lr.replaced() {
+		// Rotated without this reader taking the Create event yet: read
+		// what was written to the old file before its rename, then switch.
+		lr.follow.rotated = true
+		return false, nil
+	}
 	if !lr.follow.running {
 		return true, nil
 	}
@@ -172,6 +178,18 @@ func (lr *logReader) reopen() error {
 	lr.f = f
 	lr.r.Reset(f)
 	return nil
+}
+
+// replaced reports whether the followed name now holds another file: a
+// rotation whose Create event this reader has not taken yet (a wait takes
+// one event at a time), so that it never waits on a file no one writes.
+func (lr *logReader) replaced() bool {
+	cur, err := os.Stat(lr.path)
+	if err != nil {
+		return false // renamed, not yet recreated
+	}
+	open, err := lr.f.Stat()
+	return err == nil && !os.SameFile(open, cur)
 }
 
 func sameFile(a, b *os.File) bool {
