@@ -60,7 +60,6 @@ func TestTTLSharesOneLease(t *testing.T) {
 // sees it go.
 func TestTTLExpires(t *testing.T) {
 	s := newStore(t, func(c *Config) { c.TTL = 2 * time.Second })
-	runStore(t, s)
 	out := mustCreate(t, s, configMap("default", "short", nil))
 	w := mustWatch(t, s, "default", WatchOptions{ResourceVersion: out.ResourceVersion})
 	key := s.resourcePrefix + "default/short"
