@@ -57,10 +57,18 @@ func TestContainerGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The status reaches the API before the sync's GC of the pod runs
+	// (and the periodic GC is 2 s): wait that long for the excess to go.
 	dead := 0
-	for _, c := range containersOf(t, string(crash.UID)) {
-		if c.State != criv1.ContainerState_CONTAINER_RUNNING && c.State != criv1.ContainerState_CONTAINER_CREATED {
-			dead++
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		dead = 0
+		for _, c := range containersOf(t, string(crash.UID)) {
+			if c.State != criv1.ContainerState_CONTAINER_RUNNING && c.State != criv1.ContainerState_CONTAINER_CREATED {
+				dead++
+			}
+		}
+		if dead <= 1 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if dead > 1 {
