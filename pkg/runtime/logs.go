@@ -143,15 +143,11 @@ func (lr *logReader) atEOF(ctx context.Context, incomplete int) (done bool, err 
 		return false, fmt.Errorf("seek in %s: %w", lr.path, err)
 	}
 	lr.r.Reset(lr.f)
-	if lr.follow.rotated {
-		// The old file was read to its end: go on with the new one.
-		return false, lr.reopen()
-	}
-	if lr.replaced() {
-		// Rotated without this reader taking the Create event yet: read
-		// what was written to the old file before its rename, then switch.
+	if lr.follow.rotated || lr.replaced() {
 		lr.follow.rotated = true
-		return false, nil
+		if handled, err := lr.atRotation(); handled || err != nil {
+			return false, err
+		}
 	}
 	if !lr.follow.running {
 		return true, nil
@@ -159,19 +155,45 @@ func (lr *logReader) atEOF(ctx context.Context, incomplete int) (done bool, err 
 	return false, lr.follow.wait(ctx)
 }
 
-func (lr *logReader) reopen() error {
-	lr.follow.rotated = false
+// atRotation handles the end of a file a new one replaced: handled
+// reports that the reader read again or switched, rather than waiting.
+// The runtime creates the new file before it stops writing to the old
+// one, so the old file is complete only once the new one has data (or
+// the container stopped): then one more read of the old file to its end,
+// and the switch.
+func (lr *logReader) atRotation() (handled bool, err error) {
+	next, ok := lr.successor()
+	switch {
+	case !ok:
+		// Renamed and not yet recreated (wait for the Create event), or
+		// renamed back (a rotation the runtime refused): reading on from
+		// here repeats nothing.
+		if _, err := os.Stat(lr.path); err == nil {
+			lr.follow.rotated, lr.follow.drained = false, false
+		}
+		return false, nil
+	case lr.follow.drained:
+		return true, lr.switchTo(next)
+	case next.Size() > 0 || !lr.follow.running:
+		lr.follow.drained = true
+		return true, nil
+	}
+	return false, nil
+}
+
+func (lr *logReader) switchTo(next os.FileInfo) error {
+	lr.follow.rotated, lr.follow.drained = false, false
 	f, err := os.Open(lr.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // renamed, not yet recreated: wait for the Create event
+		return nil // renamed again: wait for the next Create event
 	}
 	if err != nil {
 		return fmt.Errorf("reopen log file: %w", err)
 	}
-	if sameFile(lr.f, f) {
-		// A rotation the runtime refused is undone by renaming the file
-		// back: reading it again from the start would repeat it.
+	if st, err := f.Stat(); err != nil || !os.SameFile(st, next) {
+		// Replaced again since it was judged: judge the newest one.
 		f.Close()
+		lr.follow.rotated = true
 		return nil
 	}
 	lr.f.Close()
@@ -184,18 +206,21 @@ func (lr *logReader) reopen() error {
 // rotation whose Create event this reader has not taken yet (a wait takes
 // one event at a time), so that it never waits on a file no one writes.
 func (lr *logReader) replaced() bool {
-	cur, err := os.Stat(lr.path)
-	if err != nil {
-		return false // renamed, not yet recreated
-	}
-	open, err := lr.f.Stat()
-	return err == nil && !os.SameFile(open, cur)
+	_, ok := lr.successor()
+	return ok
 }
 
-func sameFile(a, b *os.File) bool {
-	ia, errA := a.Stat()
-	ib, errB := b.Stat()
-	return errA == nil && errB == nil && os.SameFile(ia, ib)
+// successor is the file at the followed name when it is not the open one.
+func (lr *logReader) successor() (os.FileInfo, bool) {
+	cur, err := os.Stat(lr.path)
+	if err != nil {
+		return nil, false // renamed, not yet recreated
+	}
+	open, err := lr.f.Stat()
+	if err != nil || os.SameFile(open, cur) {
+		return nil, false
+	}
+	return cur, true
 }
 
 // logWriter applies the options to records and writes them out.

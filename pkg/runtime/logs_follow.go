@@ -38,6 +38,9 @@ type follower struct {
 	// rotated is set when a new file took the followed name: the old one
 	// is read to its end before switching.
 	rotated bool
+	// drained is set once the new file has data: the old one is complete,
+	// and the next end of it switches to the new one.
+	drained bool
 }
 
 // wait returns when the file may have grown or rotated, or the container

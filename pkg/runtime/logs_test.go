@@ -222,6 +222,31 @@ func TestFollowLogs(t *testing.T) {
 	out.waitFor(t, "last\nnew line\nbefore rotation\nafter rotation\nbye\n")
 }
 
+// containerd's ReopenContainerLog creates the new file before it stops
+// writing to the old one: a line written to the old file in between must
+// still come, before the new file's lines.
+func TestFollowReadsTheOldFileUntilTheNewOneHasData(t *testing.T) {
+	path := writeLog(t, rec(0, "stdout", "F", "first"))
+	rt := &fakeStatus{}
+	out := &chanWriter{ch: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ReadLogs(ctx, path, "c1", LogOptions{Follow: true}, rt, out, out) }()
+	out.waitFor(t, "first\n")
+
+	rotated := path + ".20240501-100002"
+	if err := os.Rename(path, rotated); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, path) // the runtime's new, still empty file
+	// Long enough for the reader to see the new file and, before this
+	// fix, switch to it.
+	time.Sleep(3 * logForceCheckPeriod / 2)
+	appendLog(t, rotated, rec(1, "stdout", "F", "late in the old file"))
+	appendLog(t, path, rec(2, "stdout", "F", "new file"))
+	out.waitFor(t, "first\nlate in the old file\nnew file\n")
+}
+
 // TestFollowAcrossUndoneRotation: when the runtime refuses to reopen,
 // pkg/logrotate renames the file back; the reader must not start over.
 func TestFollowAcrossUndoneRotation(t *testing.T) {
