@@ -31,36 +31,44 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-func run(m *testing.M) (code int) {
+// run prints why the set-up failed last, after the components' logs, so
+// that the end of a CI log names the cause.
+func run(m *testing.M) int {
+	code, err := runSuite(m)
+	if err != nil {
+		fmt.Println("realcluster: set-up failed:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func runSuite(m *testing.M) (code int, setupErr error) {
 	if os.Geteuid() != 0 {
 		fmt.Println("realcluster: skipped, needs root (containerd, runc, CNI)")
-		return 0
+		return 0, nil
 	}
 	work, err := os.MkdirTemp("", "nodeagent-realcluster")
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	defer os.RemoveAll(work)
 	bin, err := buildControlPlane()
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	agentBin, err := framework.BuildAgent(work)
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	kubectlBin, err := framework.BuildKubectl(work)
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	stopCtrd, err := framework.StartContainerd()
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	defer func() {
 		if err := stopCtrd(); err != nil {
@@ -68,17 +76,14 @@ func run(m *testing.M) (code int) {
 		}
 	}()
 	if cri, err = framework.DialCRI(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	defer cri.Close()
 	if err := framework.SweepSandboxes(cri); err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	if cl, err = startCluster(bin, filepath.Join(work, "cluster")); err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	code = 1
 	defer func() {
@@ -93,8 +98,7 @@ func run(m *testing.M) (code int) {
 	// The service proxy's nftables table is the host's: removed after the
 	// agent stops, unless it was there before.
 	if hadProxyTable() {
-		fmt.Printf("realcluster: nftables table ip %s exists: another service proxy runs on this host\n", proxy.TableName)
-		return 1
+		return 1, fmt.Errorf("nftables table ip %s exists: another service proxy runs on this host", proxy.TableName)
 	}
 	defer func() {
 		if err := deleteProxyTable(); err != nil {
@@ -104,15 +108,14 @@ func run(m *testing.M) (code int) {
 	}()
 	stopAgent, err := startAgent(agentBin, filepath.Join(work, "agent"))
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 1, err
 	}
 	code = m.Run()
 	if err := stopAgent(); err != nil {
 		fmt.Println(err)
 		code = 1
 	}
-	return code
+	return code, nil
 }
 
 // buildControlPlane runs hack/realcluster.sh build (a no-op when the
