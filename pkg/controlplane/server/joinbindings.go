@@ -21,7 +21,11 @@ const NodeBootstrapGroup = "system:bootstrappers:nodeagent:default-node-token"
 // (system:node-bootstrapper) and have a node client certificate approved
 // (nodeclient); nodes may have their own client certificate renewed
 // (selfnodeclient). The bootstrap RBAC policy has the roles, not these
-// bindings (as upstream's).
+// bindings (as upstream's). And where kubeadm binds system:node-proxier
+// to kube-proxy's service account, nodeagent binds it to the nodes: the
+// agent's service proxy (kube-proxy's job) and kubenet's routes read
+// every Node, Service and EndpointSlice with the node's credential, which
+// the node authorizer alone does not give (upstream's does not either).
 func joinBindings() []*rbacv1.ClusterRoleBinding {
 	bind := func(name, role, group string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{
@@ -34,6 +38,7 @@ func joinBindings() []*rbacv1.ClusterRoleBinding {
 		bind("nodeagent:kubelet-bootstrap", "system:node-bootstrapper", NodeBootstrapGroup),
 		bind("nodeagent:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapGroup),
 		bind("nodeagent:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+		bind("nodeagent:node-proxier", "system:node-proxier", "system:nodes"),
 	}
 }
 

@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/apiserver/tokens"
 )
@@ -70,5 +74,61 @@ func TestBootstrapPolicyGrantsTheDefaults(t *testing.T) {
 	if info.Username != "system:serviceaccount:default:default" || info.UID != string(sa.UID) ||
 		len(info.Extra[tokens.ExtraCredentialID]) != 1 || !strings.HasPrefix(info.Extra[tokens.ExtraCredentialID][0], "JTI=") {
 		t.Errorf("SelfSubjectReview user = %+v", info)
+	}
+}
+
+// TestNodesReadEveryNodeThroughNodeProxier runs the real control plane:
+// a node reads only its own Node by the node authorizer (upstream's
+// refusal otherwise), and every Node and EndpointSlice through the
+// nodeagent:node-proxier binding (system:node-proxier for system:nodes),
+// which the service proxy and kubenet need; with the binding deleted, the
+// same reads are refused.
+func TestNodesReadEveryNodeThroughNodeProxier(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, SecurePort: freePort(t), BindAddress: "127.0.0.1",
+		EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)}
+	r := start(t, cfg)
+	defer r.stop(t)
+	admin := clientset(t, dir)
+	kubeconfig := filepath.Join(dir, "n1.conf")
+	if err := WriteNodeKubeconfig(dir, "n1", cfg.LocalURL(), kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	reads := func() (nodesErr, slicesErr error) {
+		_, nodesErr = node.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		_, slicesErr = node.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+		return nodesErr, slicesErr
+	}
+	if nErr, sErr := reads(); nErr != nil || sErr != nil {
+		t.Fatalf("with the node-proxier binding: list nodes: %v; list endpointslices: %v", nErr, sErr)
+	}
+	if err := admin.RbacV1().ClusterRoleBindings().Delete(ctx, "nodeagent:node-proxier", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var nErr, sErr error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if nErr, sErr = reads(); apierrors.IsForbidden(nErr) && apierrors.IsForbidden(sErr) {
+			break
+		}
+	}
+	if !apierrors.IsForbidden(nErr) || !strings.Contains(nErr.Error(), "node 'n1' cannot read all nodes, only its own Node object") {
+		t.Errorf("list nodes without the binding: %v; want forbidden with the node authorizer's reason", nErr)
+	}
+	if !apierrors.IsForbidden(sErr) {
+		t.Errorf("list endpointslices without the binding: %v; want forbidden", sErr)
+	}
+	// Its own Node stays readable (the agent's node watch).
+	sel := metav1.ListOptions{FieldSelector: "metadata.name=n1"}
+	if _, err := node.CoreV1().Nodes().List(ctx, sel); err != nil {
+		t.Errorf("list its own node: %v", err)
 	}
 }

@@ -69,6 +69,9 @@ func (z *NodeAuthorizer) refusalReason(ctx context.Context, node string, a Attri
 	switch a.Resource.GVK.Group + "/" + a.Resource.Plural {
 	case "coordination.k8s.io/leases":
 		return leaseRefusal(node, a)
+	case "/nodes":
+		_, reason := nodeAccess(node, a)
+		return reason
 	case "/pods":
 		switch {
 		case a.Subresource != "":
@@ -167,21 +170,20 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 	res := a.Resource
 	switch res.GVK.Group + "/" + res.Plural {
 	case "/nodes":
-		return nodeMayAccessNode(a)
+		ok, _ := nodeAccess(node, a)
+		return ok
 	case "coordination.k8s.io/leases":
 		return leaseRefusal(node, a) == ""
 	case "/events", "events.k8s.io/events":
 		return a.Verb == "create" || a.Verb == "update" || a.Verb == "patch"
-	case "/services", "/endpoints", "/namespaces":
+	case "/services":
+		// Upstream's system:node rules: the service environment variables.
 		return readVerbs[a.Verb]
+	case "/endpoints":
+		return a.Verb == "get" && a.Subresource == ""
 	case "node.k8s.io/runtimeclasses":
 		// The agent resolves a pod's runtimeClassName to its CRI handler
 		// (upstream's system:node role: get, list, watch).
-		return readVerbs[a.Verb]
-	case "discovery.k8s.io/endpointslices":
-		// Upstream's system:node-proxier role: the agent's service proxy
-		// runs with the node's credential (on a real cluster, bind that
-		// role to the system:nodes group).
 		return readVerbs[a.Verb]
 	case "authentication.k8s.io/tokenreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/subjectaccessreviews":
 		return true // agents authorize requests to their kubelet API with these
@@ -205,22 +207,35 @@ func (z *NodeAuthorizer) allows(ctx context.Context, node string, a Attributes) 
 	return false
 }
 
-// nodeMayAccessNode is upstream's authorizeNode: nodes are created,
-// updated and patched (NodeRestriction narrows that to the node's own),
-// their status updated and patched, and nothing else: no delete and none
-// of the kubelet API subresources (proxy, stats, metrics, log, configz,
-// checkpoint, pods), not even the node's own. Reads of every Node stand
-// for system:node-proxier, which the agent's service proxy and kubenet,
-// running with the node's credential, need (upstream's node authorizer
-// alone gives a node reads of its own Node object).
-func nodeMayAccessNode(a Attributes) bool {
-	switch a.Subresource {
-	case "":
-		return readVerbs[a.Verb] || writeVerbs[a.Verb]
-	case "status":
-		return a.Verb == "update" || a.Verb == "patch"
+// nodeAccess is upstream's authorizeNode, with its reason for a
+// refusal where it gives one: nodes are created, updated and patched
+// (NodeRestriction narrows that to the node's own), their status updated
+// and patched, and read only by the node itself, by name or by a
+// metadata.name field selector. No delete and none of the kubelet API
+// subresources (proxy, stats, metrics, log, configz, checkpoint, pods),
+// not even the node's own. The agent's service proxy and kubenet read
+// every Node through RBAC instead: the server binds system:node-proxier
+// to system:nodes (the binding a cluster admin creates for agents on a
+// real cluster).
+func nodeAccess(node string, a Attributes) (allowed bool, reason string) {
+	switch {
+	case a.Subresource == "status":
+		return a.Verb == "update" || a.Verb == "patch", ""
+	case a.Subresource != "":
+		return false, ""
+	case writeVerbs[a.Verb]:
+		return true, ""
+	case !readVerbs[a.Verb]:
+		return false, ""
 	}
-	return false
+	switch name, _ := requestName(a); name {
+	case node:
+		return true, ""
+	case "":
+		return false, "node '" + node + "' cannot read all nodes, only its own Node object"
+	default:
+		return false, "node '" + node + "' cannot read '" + name + "', only its own Node object"
+	}
 }
 
 // nodeMayAccessPod: lists and watches only with spec.nodeName=<node> or
@@ -279,6 +294,13 @@ func singleObject(a Attributes) (string, bool) {
 	if !readVerbs[a.Verb] || a.Subresource != "" || a.Namespace == "" {
 		return "", false
 	}
+	return requestName(a)
+}
+
+// requestName is the object a request names, as upstream's request info
+// resolves it: the path's name, or for a list or watch the name an exact
+// metadata.name field selector gives.
+func requestName(a Attributes) (string, bool) {
 	if a.Verb == "get" || a.Name != "" {
 		return a.Name, a.Name != ""
 	}

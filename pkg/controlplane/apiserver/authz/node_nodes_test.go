@@ -19,9 +19,8 @@ func TestNodeMayNotUseKubeletSubresources(t *testing.T) {
 	z := &NodeAuthorizer{}
 	allowed := []Attributes{
 		{Verb: "get", Name: "n1"},
-		{Verb: "list"},
+		{Verb: "list", FieldSelector: "metadata.name=n1"},
 		{Verb: "watch", Name: "n1"},
-		{Verb: "get", Name: "n2"}, // system:node-proxier: the agent's proxy and kubenet
 		{Verb: "create", Name: "n1"},
 		{Verb: "update", Name: "n1"},
 		{Verb: "patch", Name: "n1"},
@@ -33,6 +32,10 @@ func TestNodeMayNotUseKubeletSubresources(t *testing.T) {
 		{Verb: "delete", Name: "n2"},
 		{Verb: "deletecollection"},
 		{Verb: "get", Name: "n1", Subresource: "status"},
+		// Other nodes' objects are RBAC's to give (system:node-proxier).
+		{Verb: "get", Name: "n2"},
+		{Verb: "list"},
+		{Verb: "watch", FieldSelector: "metadata.name=n2"},
 	}
 	for _, sub := range []string{"proxy", "pods", "stats", "metrics", "configz", "log", "checkpoint", "spec", "healthz"} {
 		for _, name := range []string{"n1", "n2"} {
@@ -56,9 +59,10 @@ func TestNodeMayNotUseKubeletSubresources(t *testing.T) {
 }
 
 // TestNodeRefusalReasons: upstream's reasons for the node authorizer's
-// own refusals of leases and pods, and its lease rules.
+// own refusals of leases, pods and nodes, and its lease rules.
 func TestNodeRefusalReasons(t *testing.T) {
 	leases := &registry.Resource{GVK: schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, Plural: "leases", Namespaced: true}
+	nodes := &registry.Resource{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, Plural: "nodes"}
 	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}, Spec: v1.PodSpec{NodeName: "n2"}}
 	z := &NodeAuthorizer{Pods: fakePods{other}}
 	for _, tc := range []struct {
@@ -74,11 +78,49 @@ func TestNodeRefusalReasons(t *testing.T) {
 		{Attributes{Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n1"}, true, ""},
 		{Attributes{Verb: "list", Resource: podsResource, FieldSelector: "spec.nodeName=n2"}, false, "can only list/watch pods with spec.nodeName field selector"},
 		{Attributes{Verb: "get", Resource: podsResource, Namespace: "ns", Name: "theirs"}, false, "no relationship found between node 'n1' and this object"},
+		{Attributes{Verb: "list", Resource: nodes}, false, "node 'n1' cannot read all nodes, only its own Node object"},
+		{Attributes{Verb: "get", Resource: nodes, Name: "n2"}, false, "node 'n1' cannot read 'n2', only its own Node object"},
+		{Attributes{Verb: "watch", Resource: nodes, FieldSelector: "metadata.name=n2"}, false, "node 'n1' cannot read 'n2', only its own Node object"},
+		{Attributes{Verb: "delete", Resource: nodes, Name: "n1"}, false, ""},
 	} {
 		tc.a.User = nodeUser
 		d, reason, err := z.Authorize(context.Background(), tc.a)
 		if (d == DecisionAllow) != tc.allow || reason != tc.reason || err != nil {
 			t.Errorf("%s %s %s/%s %q: %v %q %v, want allowed %v %q", tc.a.Verb, tc.a.Resource.Plural, tc.a.Namespace, tc.a.Name, tc.a.FieldSelector, d, reason, err, tc.allow, tc.reason)
+		}
+	}
+}
+
+// TestNodeRulesForOtherResources: upstream's system:node rules for what
+// the node authorizer does not subdivide: services read (environment
+// variables), endpoints get only; namespaces and EndpointSlices are not a
+// node's (the service proxy reads slices through system:node-proxier).
+func TestNodeRulesForOtherResources(t *testing.T) {
+	res := func(group, kind, plural string, namespaced bool) *registry.Resource {
+		return &registry.Resource{GVK: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, Plural: plural, Namespaced: namespaced}
+	}
+	services := res("", "Service", "services", true)
+	endpoints := res("", "Endpoints", "endpoints", true)
+	namespaces := res("", "Namespace", "namespaces", false)
+	slices := res("discovery.k8s.io", "EndpointSlice", "endpointslices", true)
+	z := &NodeAuthorizer{}
+	for _, tc := range []struct {
+		a     Attributes
+		allow bool
+	}{
+		{Attributes{Verb: "list", Resource: services}, true},
+		{Attributes{Verb: "watch", Resource: services}, true},
+		{Attributes{Verb: "create", Resource: services, Namespace: "default"}, false},
+		{Attributes{Verb: "get", Resource: endpoints, Namespace: "default", Name: "x"}, true},
+		{Attributes{Verb: "list", Resource: endpoints}, false},
+		{Attributes{Verb: "get", Resource: namespaces, Name: "default"}, false},
+		{Attributes{Verb: "list", Resource: namespaces}, false},
+		{Attributes{Verb: "list", Resource: slices}, false},
+		{Attributes{Verb: "watch", Resource: slices}, false},
+	} {
+		tc.a.User = nodeUser
+		if d, _, _ := z.Authorize(context.Background(), tc.a); (d == DecisionAllow) != tc.allow {
+			t.Errorf("%s %s: %v, want allowed %v", tc.a.Verb, tc.a.Resource.Plural, d, tc.allow)
 		}
 	}
 }
