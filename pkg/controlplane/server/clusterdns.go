@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent/nodeagent/pkg/controlplane/controller/nodeipam"
 	clusterdns "github.com/nodeagent/nodeagent/pkg/controlplane/dns"
+	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 	"github.com/nodeagent/nodeagent/pkg/controlplane/registry"
 )
 
@@ -97,13 +97,20 @@ func (c *Config) dnsRecursionCIDRs() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// runClusterDNS serves the cluster DNS from the admin client's informers
-// until ctx ends. A default address that cannot be bound is logged and
+// runClusterDNS serves the cluster DNS from informers of its own identity
+// (clusterDNSClient) until ctx ends. A default address that cannot be bound is logged and
 // skipped, so that a host DNS server on port 53 does not stop the control
 // plane; an address set explicitly must work.
-func runClusterDNS(ctx context.Context, cfg Config, client kubernetes.Interface, log *slog.Logger) error {
+func runClusterDNS(ctx context.Context, cfg Config, p *pki.PKI, log *slog.Logger) error {
 	if cfg.DNSAddress == "" {
 		return nil
+	}
+	client, err := clusterDNSClient(ctx, cfg, p, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("cluster DNS client: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0) // listers only: nothing to resync
 	defer factory.Shutdown()

@@ -41,6 +41,15 @@ func TestClusterDNS(t *testing.T) {
 
 	// The API server's own service exists from the start.
 	resolves(t, dnsAddr, "kubernetes.default.svc.cluster.local.", dns.TypeA, "10.96.0.1")
+	// The DNS answers as its own identity, not the admin's: kube-system/kube-dns
+	// (system:kube-dns from the bootstrap policy, nodeagent:cluster-dns).
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(t.Context(), ClusterDNSServiceAccount, metav1.GetOptions{}); err != nil {
+		t.Errorf("the cluster DNS's service account: %v", err)
+	}
+	if b, err := client.RbacV1().ClusterRoleBindings().Get(t.Context(), clusterDNSRoleName, metav1.GetOptions{}); err != nil ||
+		!slices.Equal(b.Subjects, clusterDNSBinding().Subjects) {
+		t.Errorf("binding %s: %+v %v", clusterDNSRoleName, b, err)
+	}
 
 	web, err := client.CoreV1().Services("default").Create(t.Context(), &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},

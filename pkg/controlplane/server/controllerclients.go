@@ -40,16 +40,34 @@ const (
 	controllerCallTimeout  = 10 * time.Second
 )
 
+// SchedulerUser is the scheduler's identity, as kubeadm's scheduler.conf
+// (the bootstrap policy binds system:kube-scheduler and
+// system:volume-scheduler to it).
+const SchedulerUser = "system:kube-scheduler"
+
+// ClusterDNSServiceAccount is the cluster DNS's identity in kube-system:
+// the bootstrap policy binds system:kube-dns (endpoints, services) to it,
+// and the server binds nodeagent:cluster-dns (clusterDNSRole) for the rest.
+const ClusterDNSServiceAccount = "kube-dns"
+
 // controllerManagerConfig is a client configuration of the local secure
-// port as system:kube-controller-manager, with a fresh client certificate
-// from the cluster CA (kept in memory only: nothing else needs it).
+// port as system:kube-controller-manager.
 func controllerManagerConfig(cfg Config, p *pki.PKI, qps float32, burst int) (*rest.Config, error) {
-	certPEM, keyPEM, err := p.IssueClientCert(ControllerManagerUser, nil, 0)
+	return componentConfig(cfg, p, ControllerManagerUser, qps, burst)
+}
+
+// componentConfig is a client configuration of the local secure port as
+// user, with a fresh client certificate from the cluster CA (kept in
+// memory only: nothing else needs it).
+func componentConfig(cfg Config, p *pki.PKI, user string, qps float32, burst int) (*rest.Config, error) {
+	certPEM, keyPEM, err := p.IssueClientCert(user, nil, 0)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager client certificate: %w", err)
+		return nil, fmt.Errorf("%s client certificate: %w", user, err)
 	}
-	return &rest.Config{Host: cfg.LocalURL(), QPS: qps, Burst: burst,
-		TLSClientConfig: rest.TLSClientConfig{CAData: p.CAPEM, CertData: certPEM, KeyData: keyPEM}}, nil
+	c := &rest.Config{Host: cfg.LocalURL(), QPS: qps, Burst: burst,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.CAPEM, CertData: certPEM, KeyData: keyPEM}}
+	rest.AddUserAgent(c, user)
+	return c, nil
 }
 
 // saClientBuilder gives each controller a client that authenticates as

@@ -55,13 +55,16 @@ func runHook(ctx context.Context, h *postStartHook) error {
 
 // bootstrapRolesHook reconciles the bootstrap RBAC policy as the admin,
 // then creates the bindings joining nodes need (joinBindings), which
-// kubeadm creates at init.
+// kubeadm creates at init, and the cluster DNS's role.
 func bootstrapRolesHook(client kubernetes.Interface, log *slog.Logger) *postStartHook {
 	return &postStartHook{name: "rbac/bootstrap-roles", timeout: bootstrapRolesTimeout,
 		run: func(ctx context.Context) error {
 			if err := rbacpolicy.Reconcile(ctx, client, log); err != nil {
 				return err
 			}
-			return ensureJoinBindings(ctx, client)
+			if err := ensureJoinBindings(ctx, client); err != nil {
+				return err
+			}
+			return ensureClusterDNSRole(ctx, client)
 		}}
 }

@@ -171,16 +171,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return abort(nil) // ctx ended (nil) or a component failed (its error)
 	}
 
-	// The scheduler, the cluster DNS and the built-in endpoints are
-	// clients of the secure port as the admin identity; the controllers
-	// act as their own service accounts (runControllers).
-	// The scheduler gets its own, faster client: a binding and an event per
-	// pod would hold it to 25 pods/s at the controllers' 50 QPS.
+	// Clients of the secure port, each as upstream's component would be:
+	// the scheduler as system:kube-scheduler, the controllers as their own
+	// service accounts (runControllers), the cluster DNS as kube-dns; the
+	// built-in endpoints are the API server's own writes (the admin).
+	// The scheduler's client is faster: a binding and an event per pod
+	// would hold it to 25 pods/s at the controllers' 50 QPS.
 	adminClient, err := adminClientset(cfg, p, 50, 100)
 	if err != nil {
 		return abort(fmt.Errorf("admin client: %w", err))
 	}
-	schedClient, err := adminClientset(cfg, p, 200, 400)
+	schedConfig, err := componentConfig(cfg, p, SchedulerUser, 200, 400)
+	if err != nil {
+		return abort(err)
+	}
+	schedClient, err := kubernetes.NewForConfig(schedConfig)
 	if err != nil {
 		return abort(fmt.Errorf("scheduler client: %w", err))
 	}
@@ -239,20 +244,23 @@ func Run(ctx context.Context, cfg Config) error {
 		clients.Add(1)
 		g.Go(func() error { defer clients.Done(); return run() })
 	}
-	runClient(func() error { return sched.Run(gctx) }) // once HTTP serves; nil when gctx ends
-	// The controllers start once the bootstrap policy is in, as
-	// kube-controller-manager waits for the API server's /healthz: their
-	// identities have no rights before it.
+	// The scheduler, the controllers and the DNS start once the bootstrap
+	// policy is in, as kube-controller-manager waits for the API server's
+	// /healthz: their identities have no rights before it.
 	policyReady := make(chan struct{})
-	runClient(func() error {
-		select {
-		case <-policyReady:
-		case <-gctx.Done():
-			return nil
-		}
-		return runControllers(gctx, cfg, p, log.With("component", "controllers"))
-	})
-	runClient(func() error { return runClusterDNS(gctx, cfg, adminClient, log.With("component", "dns")) })
+	afterPolicy := func(run func() error) {
+		runClient(func() error {
+			select {
+			case <-policyReady:
+			case <-gctx.Done():
+				return nil
+			}
+			return run()
+		})
+	}
+	afterPolicy(func() error { return sched.Run(gctx) }) // nil when gctx ends
+	afterPolicy(func() error { return runControllers(gctx, cfg, p, log.With("component", "controllers")) })
+	afterPolicy(func() error { return runClusterDNS(gctx, cfg, p, log.With("component", "dns")) })
 	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
 	g.Go(func() error {
 		<-gctx.Done()
