@@ -156,6 +156,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 				"can only access node lease with the same name as the requesting node", false},
 		{"node A", "list node B's pods", nodeCS, nodePods(nodeB), http.StatusForbidden,
 			cannotListPods("system:node:"+nodeA, "at the cluster scope") + ": can only list/watch pods with spec.nodeName field selector", false},
+		// Every Node through nodeagent:node-proxier (system:node-proxier for
+		// system:nodes: the service proxy's and kubenet's reads).
+		{"node A", "get node B", nodeCS, "/api/v1/nodes/" + nodeB, http.StatusOK, "", false},
+		{"node A", "list namespaces", nodeCS, "/api/v1/namespaces", http.StatusForbidden,
+			`namespaces is forbidden: User "system:node:` + nodeA + `" cannot list resource "namespaces" in API group "" at the cluster scope`, false},
 		{"service account, no binding", "list pods in its namespace", loneCS, pods, http.StatusForbidden, cannotListPods(saUser("lone"), inNS(ns)), false},
 		{"service account, RoleBinding", "list pods in its namespace", boundCS, pods, http.StatusOK, "", true},
 		{"service account, RoleBinding", "list pods in default", boundCS, "/api/v1/namespaces/default/pods", http.StatusForbidden,
