@@ -78,7 +78,9 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"node reads its lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-a", http.StatusNotFound},
 		{"node reads another lease", node, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-b", http.StatusForbidden},
 		{"node lists services", node, http.MethodGet, "/api/v1/services", http.StatusOK},
-		{"node lists endpoint slices (service proxy)", node, http.MethodGet, "/apis/discovery.k8s.io/v1/endpointslices", http.StatusOK},
+		// Through RBAC's system:node-proxier binding only (the server makes it).
+		{"node lists endpoint slices", node, http.MethodGet, "/apis/discovery.k8s.io/v1/endpointslices", http.StatusForbidden},
+		{"node lists other nodes", node, http.MethodGet, "/api/v1/nodes", http.StatusForbidden},
 		{"node deletes an endpoint slice", node, http.MethodDelete, "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices/x", http.StatusForbidden},
 		{"node requests a token for another service account", node, http.MethodPost, "/api/v1/namespaces/" + ns + "/serviceaccounts/other/token", http.StatusForbidden},
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -49,6 +50,9 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request) {
 		b := v == "true"
 		opts.SendInitialEvents = &b
 	}
+	table := wantsTable(r) && h.res.Table != nil
+	// Watchers of plain objects share each event's encoding.
+	opts.Shared = !table
 	wi, err := h.st.Watch(ctx, h.ri.Namespace, opts)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Transfer-Encoding", "chunked")
@@ -64,7 +68,6 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	table := wantsTable(r) && h.res.Table != nil
 	for {
 		select {
 		case <-ctx.Done():
@@ -73,7 +76,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if err := enc.Encode(h.watchEvent(r, ev, table)); err != nil {
+			if err := h.writeWatchEvent(w, enc, r, ev, table); err != nil {
 				return
 			}
 			if flusher != nil {
@@ -81,6 +84,31 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// writeWatchEvent writes one event as a line of JSON. A shared object's
+// encoding is made once for every watcher of the event; the line is what
+// json.Encoder writes for a metav1.WatchEvent.
+func (h *resourceHandler) writeWatchEvent(w io.Writer, enc *json.Encoder, r *http.Request, ev watch.Event, table bool) error {
+	so, ok := ev.Object.(*storage.SharedObject)
+	if !ok {
+		return enc.Encode(h.watchEvent(r, ev, table))
+	}
+	raw, err := so.Encode(func(obj runtime.Object) ([]byte, error) {
+		setKind(obj, h.res.GVK)
+		return json.Marshal(obj)
+	})
+	if err != nil {
+		return enc.Encode(errorEvent(err))
+	}
+	line := make([]byte, 0, len(raw)+32)
+	line = append(line, `{"type":`...)
+	line = strconv.AppendQuote(line, string(ev.Type))
+	line = append(line, `,"object":`...)
+	line = append(line, raw...)
+	line = append(line, "}\n"...)
+	_, err = w.Write(line)
+	return err
 }
 
 func (h *resourceHandler) watchEvent(r *http.Request, ev watch.Event, table bool) metav1.WatchEvent {

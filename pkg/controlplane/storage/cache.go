@@ -26,6 +26,9 @@ type cacheEvent struct {
 	rv   int64
 	obj  runtime.Object // state after the event; nil for Deleted
 	prev runtime.Object // state before the event; nil for Added
+	// objEnc and prevEnc are the encodings of obj and of prev (at rv) that
+	// shared watchers reuse (SharedObject); nil means encode per watcher.
+	objEnc, prevEnc *encoding
 }
 
 // watchCache is the in-memory mirror of the resource's prefix: the current
@@ -150,7 +153,7 @@ func (s *Store) follow(ctx context.Context, rev int64) error {
 					s.log.Error("skipping undecodable event", "key", ce.key, "err", err)
 					continue
 				}
-				ce.typ, ce.obj = watch.Modified, obj
+				ce.typ, ce.obj, ce.objEnc = watch.Modified, obj, newEncoding()
 			}
 			events = append(events, ce)
 		}
@@ -297,6 +300,9 @@ func (c *watchCache) apply(events []cacheEvent, rv int64) {
 	defer c.mu.Unlock()
 	for _, ev := range events {
 		ev.prev = c.objects[ev.key]
+		if ev.prev != nil {
+			ev.prevEnc = newEncoding()
+		}
 		switch {
 		case ev.typ == watch.Deleted && ev.prev == nil:
 			continue // never seen (e.g. it was undecodable)

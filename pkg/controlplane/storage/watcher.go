@@ -19,6 +19,10 @@ type WatchOptions struct {
 	AllowBookmarks    bool
 	Filter            func(runtime.Object) bool
 	SendInitialEvents *bool
+	// Shared delivers ADDED, MODIFIED and DELETED objects as
+	// *SharedObject: the cache's own, with one encoding for every watcher,
+	// instead of a copy per watcher.
+	Shared bool
 }
 
 // Watch serves a watch of namespace ("" = all) from the cache; it never
@@ -67,6 +71,7 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts WatchOptions) 
 		prefix:         prefix,
 		filter:         opts.Filter,
 		allowBookmarks: opts.AllowBookmarks,
+		shared:         opts.Shared,
 		input:          make(chan cacheEvent, s.watchBuffer),
 		result:         make(chan watch.Event),
 		done:           make(chan struct{}),
@@ -122,6 +127,7 @@ type cacheWatcher struct {
 	prefix         string // key prefix of the watched namespace
 	filter         func(runtime.Object) bool
 	allowBookmarks bool
+	shared         bool  // deliver *SharedObject
 	minRV          int64 // events at or below it are already covered
 
 	input    chan cacheEvent
@@ -197,15 +203,23 @@ func (w *cacheWatcher) convert(ev cacheEvent) (watch.Event, bool) {
 	old := ev.prev != nil && w.matches(ev.key, ev.prev)
 	switch {
 	case cur && !old:
-		return watch.Event{Type: watch.Added, Object: ev.obj.DeepCopyObject()}, true
+		return watch.Event{Type: watch.Added, Object: w.object(ev.obj, 0, ev.objEnc)}, true
 	case cur && old:
-		return watch.Event{Type: watch.Modified, Object: ev.obj.DeepCopyObject()}, true
+		return watch.Event{Type: watch.Modified, Object: w.object(ev.obj, 0, ev.objEnc)}, true
 	case old:
-		obj := ev.prev.DeepCopyObject()
-		setRV(obj, ev.rv)
-		return watch.Event{Type: watch.Deleted, Object: obj}, true
+		return watch.Event{Type: watch.Deleted, Object: w.object(ev.prev, ev.rv, ev.prevEnc)}, true
 	}
 	return watch.Event{}, false
+}
+
+// object is what the watcher delivers of a cache object: the shared one,
+// or a copy of its own (at rv when rv is non-zero).
+func (w *cacheWatcher) object(obj runtime.Object, rv int64, enc *encoding) runtime.Object {
+	s := &SharedObject{obj: obj, rv: rv, enc: enc}
+	if w.shared {
+		return s
+	}
+	return s.DeepCopyObject()
 }
 
 func (w *cacheWatcher) matches(key string, obj runtime.Object) bool {
