@@ -14,15 +14,24 @@ const (
 	resultError         = "error"
 )
 
-// schedulerMetrics are kube-scheduler's attempt metrics (pkg/scheduler/
+// Instruments are kube-scheduler's attempt metrics (pkg/scheduler/
 // metrics), under its names, labels, buckets and help texts.
-type schedulerMetrics struct {
+type Instruments struct {
 	attempts *metrics.CounterVec
 	duration *metrics.HistogramVec
 }
 
-func newSchedulerMetrics() *schedulerMetrics {
-	return &schedulerMetrics{
+// NewInstruments makes the metrics, registered with r unless r is nil.
+func NewInstruments(r metrics.KubeRegistry) *Instruments {
+	m := newInstruments()
+	if r != nil {
+		r.MustRegister(m.attempts, m.duration)
+	}
+	return m
+}
+
+func newInstruments() *Instruments {
+	return &Instruments{
 		attempts: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem:      "scheduler",
 			Name:           "schedule_attempts_total",
@@ -37,10 +46,6 @@ func newSchedulerMetrics() *schedulerMetrics {
 			StabilityLevel: metrics.STABLE,
 		}, []string{"result", "profile"}),
 	}
-}
-
-func (m *schedulerMetrics) register(r metrics.KubeRegistry) {
-	r.MustRegister(m.attempts, m.duration)
 }
 
 // attempt records one attempt's result and its duration since start (the

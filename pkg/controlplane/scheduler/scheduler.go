@@ -56,6 +56,10 @@ type Config struct {
 	// Metrics, when set, gets the scheduler_* metrics (the API server's
 	// registry in the all-in-one server); nil keeps them unexported.
 	Metrics metrics.KubeRegistry
+	// Instruments, when set, are the metrics to count in instead (already
+	// registered): schedulers built one after another (a leader's terms)
+	// count in the same series. Metrics is then not used.
+	Instruments *Instruments
 }
 
 // Scheduler binds pending pods to nodes; see the package documentation.
@@ -78,7 +82,7 @@ type Scheduler struct {
 	assumed    map[types.UID]assumedPod
 	binds      sync.WaitGroup // bindings in flight
 	randSource *rand.Rand     // used by the single worker only
-	metrics    *schedulerMetrics
+	metrics    *Instruments
 }
 
 type assumedPod struct {
@@ -118,10 +122,10 @@ func New(cfg Config) (*Scheduler, error) {
 		parked:     map[string]time.Time{},
 		assumed:    map[types.UID]assumedPod{},
 		randSource: cfg.Rand,
-		metrics:    newSchedulerMetrics(),
+		metrics:    cfg.Instruments,
 	}
-	if cfg.Metrics != nil {
-		s.metrics.register(cfg.Metrics)
+	if s.metrics == nil {
+		s.metrics = NewInstruments(cfg.Metrics)
 	}
 	s.podInf = s.factory.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(c, v1.NamespaceAll, resync,

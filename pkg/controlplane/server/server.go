@@ -189,10 +189,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return abort(fmt.Errorf("scheduler client: %w", err))
 	}
-	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Logger: log.With("component", "scheduler"), Metrics: metricsRegistry})
-	if err != nil {
+	// A scheduler per leadership term (Run runs once), counting in one set
+	// of metrics.
+	schedCfg := scheduler.Config{Client: schedClient, Logger: log.With("component", "scheduler"),
+		Instruments: scheduler.NewInstruments(metricsRegistry)}
+	if _, err := scheduler.New(schedCfg); err != nil {
 		return abort(err)
 	}
+	runScheduler := func(ctx context.Context) error {
+		sched, err := scheduler.New(schedCfg)
+		if err != nil {
+			return err
+		}
+		return sched.Run(ctx)
+	}
+	elect := newElector(cfg, log.With("component", "leaderelection"))
 
 	// 4. The secure port: probes for anyone, the API behind authentication.
 	// The policy hook gets its own client too: a few hundred reads and
@@ -258,8 +269,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return run()
 		})
 	}
-	afterPolicy(func() error { return sched.Run(gctx) }) // nil when gctx ends
-	afterPolicy(func() error { return runControllers(gctx, cfg, p, log.With("component", "controllers")) })
+	afterPolicy(func() error { return elect.run(gctx, schedClient, "kube-scheduler", runScheduler) }) // nil when gctx ends
+	afterPolicy(func() error { return runControllers(gctx, cfg, p, elect, log.With("component", "controllers")) })
 	afterPolicy(func() error { return runClusterDNS(gctx, cfg, p, log.With("component", "dns")) })
 	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
 	g.Go(func() error {
@@ -338,7 +349,7 @@ func etcdMode(e *etcd.Etcd) string {
 // --use-service-account-credentials: the shared informers as
 // system:kube-controller-manager, each controller as its service account
 // in kube-system.
-func runControllers(ctx context.Context, cfg Config, p *pki.PKI, log *slog.Logger) error {
+func runControllers(ctx context.Context, cfg Config, p *pki.PKI, elect elector, log *slog.Logger) error {
 	kcm, err := controllerManagerConfig(cfg, p, 50, 100)
 	if err != nil {
 		return err
@@ -351,11 +362,13 @@ func runControllers(ctx context.Context, cfg Config, p *pki.PKI, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	err = controller.RunWithOptions(ctx, shared, log, controller.Options{
-		NodeIPAM:     cfg.nodeIPAM(),
-		RootCA:       p.CAPEM,
-		Certificates: certificates.Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA},
-		ClientFor:    builder.client,
+	err = elect.run(ctx, shared, "kube-controller-manager", func(ctx context.Context) error {
+		return controller.RunWithOptions(ctx, shared, log, controller.Options{
+			NodeIPAM:     cfg.nodeIPAM(),
+			RootCA:       p.CAPEM,
+			Certificates: certificates.Config{ServingSigner: &p.KubeletServingCA, ClientSigner: &p.CA},
+			ClientFor:    builder.client,
+		})
 	})
 	if ctx.Err() != nil {
 		return nil // stopping (a client's first request may have been cut short)
