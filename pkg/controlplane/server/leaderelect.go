@@ -123,4 +123,3 @@ func (e elector) term(ctx context.Context, client kubernetes.Interface, name str
 	}
 	return true, nil
 }
-
