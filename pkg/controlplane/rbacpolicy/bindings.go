@@ -41,6 +41,8 @@ func clusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// every workload may read the service account issuer's OIDC
 		// discovery documents
 		clusterBinding("system:service-account-issuer-discovery", group(serviceAccountsGroup)),
+		// service accounts read ClusterTrustBundles
+		clusterBinding("system:cluster-trust-bundle-discovery", group(serviceAccountsGroup)),
 	}
 }
 

@@ -43,7 +43,9 @@ func clusterRoles() []rbacv1.ClusterRole {
 				"/openapi", "/openapi/*", "/api", "/api/*", "/apis", "/apis/*")),
 		clusterRole("system:monitoring", nil,
 			newRule("get").urls("/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz",
-				"/livez/*", "/readyz/*", "/healthz/*")),
+				"/livez/*", "/readyz/*", "/healthz/*", "/flagz", "/statusz"),
+			// the kubelets' metrics
+			newRule("get").groups(legacyGroup).resources("nodes/metrics")),
 		// enough for a user to learn about themselves
 		clusterRole("system:basic-user", nil,
 			newRule("create").groups(authorizationGroup).resources("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
@@ -121,6 +123,9 @@ func clusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:service-account-issuer-discovery", nil,
 			newRule("get").urls("/.well-known/openid-configuration", "/.well-known/openid-configuration/",
 				"/openid/v1/jwks", "/openid/v1/jwks/")),
+		// ClusterTrustBundle (on in v1.37)
+		clusterRole("system:cluster-trust-bundle-discovery", nil,
+			newRule(read...).groups(certificatesGroup).resources("clustertrustbundles")),
 	}
 }
 
@@ -149,8 +154,9 @@ func aggregateToEditRules() []*ruleBuilder {
 		newRule(write...).groups(legacyGroup).resources("pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
 		newRule("create").groups(legacyGroup).resources("pods/eviction"),
 		newRule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
-			"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets", "events"),
+			"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets"),
 		newRule("create").groups(legacyGroup).resources("serviceaccounts/token"),
+		newRule(write...).groups(legacyGroup, eventsGroup).resources("events"),
 		newRule(write...).groups(appsGroup).resources("statefulsets", "statefulsets/scale", "daemonsets",
 			"deployments", "deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale"),
 		newRule(write...).groups(autoscalingGroup).resources("horizontalpodautoscalers"),
@@ -170,11 +176,12 @@ func aggregateToViewRules() []*ruleBuilder {
 	return []*ruleBuilder{
 		newRule(read...).groups(legacyGroup).resources("pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
 			"services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"),
-		newRule(read...).groups(legacyGroup).resources("limitranges", "resourcequotas", "bindings", "events",
+		newRule(read...).groups(legacyGroup).resources("limitranges", "resourcequotas", "bindings",
 			"pods/status", "resourcequotas/status", "namespaces/status", "replicationcontrollers/status", "pods/log"),
 		// reading namespaces at namespace scope reads this namespace: it
 		// tells users which namespaces they have access to
 		newRule(read...).groups(legacyGroup).resources("namespaces"),
+		newRule(read...).groups(legacyGroup, eventsGroup).resources("events"),
 		newRule(read...).groups(discoveryGroup).resources("endpointslices"),
 		newRule(read...).groups(appsGroup).resources("controllerrevisions", "statefulsets", "statefulsets/status", "statefulsets/scale",
 			"daemonsets", "daemonsets/status", "deployments", "deployments/status", "deployments/scale",
@@ -204,7 +211,7 @@ func nodeRules() []*ruleBuilder {
 		newRule("create", "get", "list", "watch").groups(legacyGroup).resources("nodes"),
 		newRule("update", "patch").groups(legacyGroup).resources("nodes/status"),
 		newRule("update", "patch").groups(legacyGroup).resources("nodes"),
-		newRule("create", "update", "patch").groups(legacyGroup).resources("events"),
+		newRule("create", "update", "patch").groups(legacyGroup, eventsGroup).resources("events"),
 		newRule(read...).groups(legacyGroup).resources("pods"),
 		// mirror pods
 		newRule("create", "delete").groups(legacyGroup).resources("pods"),
@@ -227,8 +234,12 @@ func nodeRules() []*ruleBuilder {
 		// DynamicResourceAllocation
 		newRule("get").groups(resourceGroup).resources("resourceclaims"),
 		newRule("deletecollection").groups(resourceGroup).resources("resourceslices"),
+		// ClusterTrustBundle (pemTrustAnchors volumes)
+		newRule("get", "list", "watch").groups(certificatesGroup).resources("clustertrustbundles"),
 		// KubeletServiceAccountTokenForCredentialProviders
 		newRule("get").groups(legacyGroup).resources("serviceaccounts"),
+		// PodCertificateRequest (podCertificate volumes)
+		newRule("get", "list", "watch", "create").groups(certificatesGroup).resources("podcertificaterequests"),
 	}
 }
 
@@ -238,7 +249,8 @@ func kubeSchedulerRules() []*ruleBuilder {
 		eventsRule(),
 		// leader election
 		newRule("create").groups(coordinationGroup).resources("leases"),
-		newRule("get", "update").groups(coordinationGroup).resources("leases").names("kube-scheduler"),
+		newRule("get", "update", "list", "watch").groups(coordinationGroup).resources("leases").names("kube-scheduler"),
+		newRule(readWrite...).groups(coordinationGroup).resources("leasecandidates"),
 		// the scheduler's caches
 		newRule(read...).groups(legacyGroup).resources("nodes"),
 		newRule("get", "list", "watch", "delete").groups(legacyGroup).resources("pods"),
@@ -266,7 +278,12 @@ func kubeSchedulerRules() []*ruleBuilder {
 		newRule(read...).groups(resourceGroup).resources("deviceclasses"),
 		newRule(readUpdate...).groups(resourceGroup).resources("resourceclaims"),
 		newRule(readUpdate...).groups(resourceGroup).resources("resourceclaims/status"),
-		newRule(readUpdate...).groups(legacyGroup).resources("pods/finalizers"),
+		newRule("update").groups(legacyGroup).resources("pods/finalizers"),
 		newRule(read...).groups(resourceGroup).resources("resourceslices"),
+		// DRAExtendedResource, DRADeviceTaintRules,
+		// DRAResourceClaimGranularStatusAuthorization (on in v1.37)
+		newRule("create", "delete").groups(resourceGroup).resources("resourceclaims"),
+		newRule(read...).groups(resourceGroup).resources("devicetaintrules"),
+		newRule("update", "patch").groups(resourceGroup).resources("resourceclaims/binding"),
 	}
 }
