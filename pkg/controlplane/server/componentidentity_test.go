@@ -10,8 +10,26 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
+
+// createReadyNode registers a Node that reports Ready, with room for pods
+// (no agent: the node lifecycle controller marks it unreachable only after
+// its 40 s grace period).
+func createReadyNode(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	node, err := cs.CoreV1().Nodes().Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
+	node.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{
+		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestSchedulerActsAsKubeScheduler runs the real control plane: the
 // scheduler binds as system:kube-scheduler, so that taking pods/binding
@@ -38,16 +56,7 @@ func TestSchedulerActsAsKubeScheduler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	if node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
-	node.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{
-		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createReadyNode(t, cs, "n1")
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "default"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {

@@ -2,19 +2,13 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/nodeagent/nodeagent/pkg/controlplane/etcd"
-	"github.com/nodeagent/nodeagent/pkg/controlplane/pki"
 )
 
 // TestTwoServersElectOneScheduler runs two servers on one external etcd,
@@ -24,25 +18,7 @@ import (
 // kube-system; when the leader stops, the other takes both leases and
 // schedules a pod created after the handover.
 func TestTwoServersElectOneScheduler(t *testing.T) {
-	clusterPort := freePort(t)
-	clusterDir := t.TempDir()
-	clusterPKI, err := pki.EnsureEtcd(filepath.Join(clusterDir, "pki"), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := etcd.Start(t.Context(), etcd.Config{
-		DataDir: filepath.Join(clusterDir, "etcd"), ClientPort: clusterPort, PeerPort: freePort(t),
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
-	}.WithPKI(clusterPKI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	external := func(dir string) Config {
-		return Config{DataDir: dir, SecurePort: freePort(t), BindAddress: "127.0.0.1",
-			EtcdServers: []string{"https://127.0.0.1:" + strconv.Itoa(clusterPort)},
-			EtcdCAFile:  clusterPKI.CAFile, EtcdCertFile: clusterPKI.ClientCertFile, EtcdKeyFile: clusterPKI.ClientKeyFile}
-	}
+	external := externalEtcd(t)
 
 	dirA := t.TempDir()
 	a := start(t, external(dirA))
@@ -95,16 +71,7 @@ func TestTwoServersElectOneScheduler(t *testing.T) {
 		ok, state, err := leaders(csB)(ctx)
 		return ok && state != holderA, state, err
 	})
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	if node, err = csB.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
-	node.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{
-		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	if _, err := csB.CoreV1().Nodes().UpdateStatus(t.Context(), node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createReadyNode(t, csB, "n1")
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "default"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
 	if _, err := csB.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {

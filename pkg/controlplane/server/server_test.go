@@ -361,7 +361,11 @@ func TestRunFailsOnBusyPort(t *testing.T) {
 // TestRunExternalEtcd points the control plane at a separate etcd (an
 // embedded one started by the test on other ports, standing in for an
 // external cluster): nothing is embedded in the data dir.
-func TestRunExternalEtcd(t *testing.T) {
+// externalEtcd starts a one-member etcd cluster with its own PKI for the
+// test and returns a server Config on it for dataDir, with its TLS from
+// the --etcd-* flags.
+func externalEtcd(t *testing.T) func(dataDir string) Config {
+	t.Helper()
 	clusterPort := freePort(t)
 	clusterDir := t.TempDir()
 	clusterPKI, err := pki.EnsureEtcd(filepath.Join(clusterDir, "pki"), pki.Options{})
@@ -375,19 +379,17 @@ func TestRunExternalEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(func() { cluster.Close() })
+	return func(dataDir string) Config {
+		return Config{DataDir: dataDir, SecurePort: freePort(t), BindAddress: "127.0.0.1",
+			EtcdServers: []string{"https://127.0.0.1:" + strconv.Itoa(clusterPort)},
+			EtcdCAFile:  clusterPKI.CAFile, EtcdCertFile: clusterPKI.ClientCertFile, EtcdKeyFile: clusterPKI.ClientKeyFile}
+	}
+}
 
-	// The external cluster's TLS comes from the --etcd-* flags.
+func TestRunExternalEtcd(t *testing.T) {
 	dir := t.TempDir()
-	r := start(t, Config{
-		DataDir:      dir,
-		SecurePort:   freePort(t),
-		BindAddress:  "127.0.0.1",
-		EtcdServers:  []string{"https://127.0.0.1:" + strconv.Itoa(clusterPort)},
-		EtcdCAFile:   clusterPKI.CAFile,
-		EtcdCertFile: clusterPKI.ClientCertFile,
-		EtcdKeyFile:  clusterPKI.ClientKeyFile,
-	})
+	r := start(t, externalEtcd(t)(dir))
 	admin, host := adminClient(t, dir)
 	if code, body := do(t, admin, host+"/readyz", ""); code != http.StatusOK || body != "ok" {
 		t.Fatalf("/readyz = %d %q", code, body)
