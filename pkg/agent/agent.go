@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 		FlatCgroups:  cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS,
 		PodPidsLimit: *cfg.PodPidsLimit,
 		DNS:          dnsSettings(cfg),
-		Allocatable:  apiclient.Allocatable(capacity(cfg), cfg.Reserved()),
+		Allocatable:  admissionAllocatable(o),
 		NodeLabels:   o.Flags.NodeLabels,
 		NodeTaints:   cfg.RegisterWithTaints,
 		Logger:       log,
@@ -258,10 +258,10 @@ func newAPI(o Options, rc *rest.Config, rt *runtime.Client, nodeName, nodeIP str
 	}
 	log.Info("joining the API server", "server", rc.Host)
 	return apiclient.New(apiclient.Config{
-		Clients: clients, NodeName: nodeName, NodeIP: nodeIP, RootDir: o.Flags.RootDir,
+		Clients: clients, NodeName: nodeName, NodeIP: nodeIP, RootDir: ephemeralStorageDir(o),
 		Capacity: capacity(o.Config), Runtime: rt, KubeletVersion: Version,
 		RegisterWithTaints: o.Config.RegisterWithTaints, NodeLabels: o.Flags.NodeLabels,
-		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(),
+		MaxPods: int64(o.Config.MaxPods), Reserved: o.Config.Reserved(), EvictionThresholds: evictionThresholds(o.Config),
 		NodeStatusUpdateFrequency: o.Config.NodeStatusUpdateFrequency.Duration, NetworkCondition: netCond, NetworkErr: networkErr, StatusWritten: statusWritten, Logger: log,
 		Images: rt, MaxImages: *o.Config.NodeStatusMaxImages,
 	})

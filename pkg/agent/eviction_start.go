@@ -18,7 +18,7 @@ const cgroupMountRoot = "/sys/fs/cgroup"
 // figures), the reclaim through the pod manager and image GC.
 func newEviction(ctx context.Context, o Options, p parts, gc *imagegc.Manager) (*evictionLoop, error) {
 	cfg := o.Config
-	policy, err := eviction.NewPolicy(cfg.Eviction(), cfg.EnforceNodeAllocatable, disks(ctx, o, p), true)
+	policy, err := eviction.NewPolicy(cfg.Eviction(), cfg.EnforceNodeAllocatable, disks(ctx, o, p), *cfg.LocalStorageCapacityIsolation)
 	if err != nil {
 		return nil, fmt.Errorf("eviction: %w", err)
 	}

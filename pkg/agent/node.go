@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodeagent/nodeagent/pkg/agentconfig"
+	"github.com/nodeagent/nodeagent/pkg/apiclient"
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 )
 
 // NodeName is --hostname-override, else the lower-cased hostname, as the
@@ -61,4 +63,32 @@ func memTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// ephemeralStorageDir is the directory whose filesystem is the node's
+// ephemeral-storage capacity, "" when localStorageCapacityIsolation is
+// false: upstream then reports no ephemeral-storage at all.
+func ephemeralStorageDir(o Options) string {
+	if !*o.Config.LocalStorageCapacityIsolation {
+		return ""
+	}
+	return o.Flags.RootDir
+}
+
+// admissionAllocatable is what the node reports as allocatable, for the
+// agent's own admission: capacity with the ephemeral-storage, less the
+// reservations and the hard eviction thresholds.
+func admissionAllocatable(o Options) v1.ResourceList {
+	rl := capacity(o.Config)
+	if q, ok := apiclient.EphemeralStorageCapacity(ephemeralStorageDir(o)); ok {
+		rl[v1.ResourceEphemeralStorage] = q
+	}
+	return apiclient.Allocatable(rl, apiclient.AllocatableReservation(rl, o.Config.Reserved(), evictionThresholds(o.Config)))
+}
+
+// evictionThresholds are the configured eviction thresholds. The
+// configuration was validated when loaded, so Parse does not fail here.
+func evictionThresholds(cfg *agentconfig.Config) []eviction.Threshold {
+	ts, _ := eviction.Parse(cfg.Eviction(), cfg.EnforceNodeAllocatable)
+	return ts
 }

@@ -74,7 +74,6 @@ var notImplemented = []string{
 	"memoryThrottlingFactor",
 	"memoryReservationPolicy",
 	"registerNode",
-	"localStorageCapacityIsolation",
 	"failCgroupV1",
 }
 
@@ -97,9 +96,6 @@ var onlyValues = map[string]onlyValue{
 	// The node API server always serves /exec, /attach, /portForward,
 	// /containerLogs and /run; a file turning them off is not honoured.
 	"enableDebuggingHandlers": {isValue(true), "true"},
-	// Emptydir sizeLimit and ephemeral-storage limits are always enforced
-	// (the eviction manager's local storage checks, upstream's default).
-	"localStorageCapacityIsolation": {isValue(true), "true"},
 }
 
 func isValue(want any) func(any) bool {

@@ -99,6 +99,7 @@ func (c *Config) SetDefaults() {
 	defaultPtr(&c.PodPidsLimit, DefaultPodPidsLimit)
 	defaultPtr(&c.ResolverConfig, DefaultResolverConfig)
 	defaultPtr(&c.CgroupsPerQOS, true)
+	defaultPtr(&c.LocalStorageCapacityIsolation, true)
 	if c.EnforceNodeAllocatable == nil { // an explicit [] stays empty, as upstream's
 		c.EnforceNodeAllocatable = []string{EnforcePods}
 	}

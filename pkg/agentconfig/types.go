@@ -89,6 +89,12 @@ type Config struct {
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	// CgroupsPerQOS enables the QoS cgroup hierarchy. Default: true.
 	CgroupsPerQOS *bool `json:"cgroupsPerQOS,omitempty"`
+	// LocalStorageCapacityIsolation: the node reports ephemeral-storage
+	// capacity and allocatable, and the eviction manager enforces emptyDir
+	// sizeLimit and ephemeral-storage limits. false (for nodes whose root
+	// filesystem cannot be measured, upstream's rootless case) reports no
+	// ephemeral-storage, so pods requesting it do not fit. Default: true.
+	LocalStorageCapacityIsolation *bool `json:"localStorageCapacityIsolation,omitempty"`
 	// CgroupDriver is the cgroup driver; only "cgroupfs" is supported. Default: "cgroupfs".
 	CgroupDriver string `json:"cgroupDriver,omitempty"`
 	// PodLogsDir is where container logs are written. Default: "/var/log/pods".

@@ -40,6 +40,7 @@ func TestSetDefaults(t *testing.T) {
 		{"runtimeRequestTimeout", c.RuntimeRequestTimeout.Duration, 2 * time.Minute},
 		{"cgroupDriver", c.CgroupDriver, "cgroupfs"},
 		{"cgroupsPerQOS", *c.CgroupsPerQOS, true},
+		{"localStorageCapacityIsolation", *c.LocalStorageCapacityIsolation, true},
 		{"containerLogMaxSize", c.ContainerLogMaxSize, "10Mi"},
 		{"containerLogMaxFiles", *c.ContainerLogMaxFiles, int32(5)},
 		{"containerLogMaxBytes", c.ContainerLogMaxBytes(), int64(10 << 20)},

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 	"github.com/nodeagent/nodeagent/pkg/podsource"
 	apisource "github.com/nodeagent/nodeagent/pkg/podsource/api"
 )
@@ -115,6 +116,8 @@ type Config struct {
 	// MaxPods is the pods capacity; Reserved is held back from allocatable.
 	MaxPods  int64
 	Reserved v1.ResourceList
+	// EvictionThresholds' hard memory and nodefs shares are held back too.
+	EvictionThresholds []eviction.Threshold
 	// NodeStatusUpdateFrequency is the kubelet's setting (default 10s).
 	NodeStatusUpdateFrequency time.Duration
 	// NetworkCondition reports NetworkUnavailable when the agent owns the
@@ -168,7 +171,7 @@ func New(cfg Config) (*API, error) {
 	if a.Node, err = NewNodeStatus(NodeConfig{
 		Client: heartbeat, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		Capacity: cfg.Capacity, Runtime: cfg.Runtime, KubeletVersion: cfg.KubeletVersion,
-		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved,
+		Taints: cfg.RegisterWithTaints, Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods, Reserved: cfg.Reserved, EvictionThresholds: cfg.EvictionThresholds,
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency, NetworkCondition: cfg.NetworkCondition, NetworkErr: cfg.NetworkErr, Logger: cfg.Logger,
 		Images: cfg.Images, MaxImages: cfg.MaxImages,
 	}); err != nil {

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 )
 
 // The kubelet's defaults: the status is checked every
@@ -60,7 +62,7 @@ type NodeConfig struct {
 	Client         kubernetes.Interface
 	NodeName       string
 	NodeIP         string
-	RootDir        string          // statfs'd for ephemeral-storage
+	RootDir        string          // statfs'd for ephemeral-storage; "": none reported
 	Capacity       v1.ResourceList // cpu and memory; pods and ephemeral-storage are added
 	Runtime        Runtime
 	KubeletVersion string
@@ -72,8 +74,10 @@ type NodeConfig struct {
 	// MaxPods is the pods capacity (default 110).
 	MaxPods int64
 	// Reserved is held back from capacity in allocatable (systemReserved
-	// plus kubeReserved).
-	Reserved v1.ResourceList
+	// plus kubeReserved), with the hard eviction thresholds' share, as the
+	// kubelet's GetNodeAllocatableReservation.
+	Reserved           v1.ResourceList
+	EvictionThresholds []eviction.Threshold
 	// UpdateFrequency is how often the status is computed (default 10s),
 	// ReportFrequency how often it is sent when unchanged (default 5m).
 	UpdateFrequency time.Duration
@@ -308,10 +312,10 @@ func (n *NodeStatus) status(ctx context.Context, old *v1.NodeStatus) v1.NodeStat
 		capacity = v1.ResourceList{}
 	}
 	capacity[v1.ResourcePods] = *resource.NewQuantity(n.cfg.MaxPods, resource.DecimalSI)
-	if size := diskSize(n.cfg.RootDir); size > 0 {
-		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
+	if q, ok := EphemeralStorageCapacity(n.cfg.RootDir); ok {
+		capacity[v1.ResourceEphemeralStorage] = q
 	}
-	st.Capacity, st.Allocatable = capacity, Allocatable(capacity, n.cfg.Reserved)
+	st.Capacity, st.Allocatable = capacity, Allocatable(capacity, AllocatableReservation(capacity, n.cfg.Reserved, n.cfg.EvictionThresholds))
 	st.Addresses = nil
 	if n.cfg.NodeIP != "" {
 		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: n.cfg.NodeIP})
@@ -450,20 +454,37 @@ func osImage(path string) string {
 	return "Unknown"
 }
 
-// diskSize is the size of the filesystem holding dir, 0 if unknown.
-func diskSize(dir string) int64 {
+// EphemeralStorageCapacity is the size of the filesystem holding dir, the
+// node's ephemeral-storage capacity; false if unknown or dir is "".
+func EphemeralStorageCapacity(dir string) (resource.Quantity, bool) {
 	if dir == "" {
-		dir = "/"
+		return resource.Quantity{}, false
 	}
 	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
-		return 0
+	if err := syscall.Statfs(dir, &fs); err != nil || fs.Blocks == 0 {
+		return resource.Quantity{}, false
 	}
-	return int64(fs.Blocks) * fs.Bsize
+	return *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI), true
+}
+
+// AllocatableReservation is the kubelet's GetNodeAllocatableReservation:
+// the reserved resources plus the hard eviction thresholds' share of
+// capacity.
+func AllocatableReservation(capacity, reserved v1.ResourceList, thresholds []eviction.Threshold) v1.ResourceList {
+	out := reserved.DeepCopy()
+	if out == nil {
+		out = v1.ResourceList{}
+	}
+	for name, q := range eviction.Reservation(thresholds, capacity) {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	return out
 }
 
 // Allocatable is capacity minus what is reserved, never below zero, as
-// the kubelet's node allocatable (eviction thresholds aside).
+// the kubelet's node allocatable.
 func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
 	out := capacity.DeepCopy()
 	for name, r := range reserved {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -392,5 +394,56 @@ func TestRegisterNodeKeepsTaintAddedMeanwhile(t *testing.T) {
 	}
 	if c := condition(node, v1.NodeReady); c.Status != v1.ConditionTrue {
 		t.Errorf("Ready = %q, want True", c.Status)
+	}
+}
+
+// With no RootDir (localStorageCapacityIsolation: false) the node reports
+// no ephemeral-storage, as upstream's MachineInfo setter.
+func TestNodeWithoutLocalStorageCapacity(t *testing.T) {
+	rt := &fakeRuntime{}
+	rt.set(true, true, nil)
+	cs := fake.NewClientset()
+	n, err := NewNodeStatus(NodeConfig{
+		Client: cs, NodeName: "node-a", Capacity: v1.ResourceList{v1.ResourceCPU: *resourceQ("2")}, Runtime: rt,
+		KubeletVersion: "v0.1.0-test", Logger: discard, Now: newClock().Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := getNode(t, cs).Status
+	if _, ok := st.Capacity[v1.ResourceEphemeralStorage]; ok {
+		t.Errorf("capacity has ephemeral-storage: %v", st.Capacity)
+	}
+	if _, ok := st.Allocatable[v1.ResourceEphemeralStorage]; ok {
+		t.Errorf("allocatable has ephemeral-storage: %v", st.Allocatable)
+	}
+}
+
+// Allocatable holds back the hard eviction thresholds as the kubelet's
+// GetNodeAllocatableReservation: memory.available of memory, nodefs.available
+// (a percentage of capacity here, in float32 as upstream) of
+// ephemeral-storage; soft thresholds
+// reserve nothing.
+func TestAllocatableReservationWithEvictionThresholds(t *testing.T) {
+	ts, err := eviction.Parse(eviction.Config{
+		EvictionHard: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "pid.available": "5%"},
+		EvictionSoft: map[string]string{"memory.available": "1Gi"}, EvictionSoftGracePeriod: map[string]string{"memory.available": "1m"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := v1.ResourceList{v1.ResourceMemory: *resourceQ("4Gi"), v1.ResourceEphemeralStorage: *resourceQ("100Gi"), v1.ResourceCPU: *resourceQ("2")}
+	reserved := v1.ResourceList{v1.ResourceMemory: *resourceQ("1Gi")}
+	got := Allocatable(capacity, AllocatableReservation(capacity, reserved, ts))
+	for name, want := range map[v1.ResourceName]string{v1.ResourceMemory: "2972Mi", v1.ResourceEphemeralStorage: "96636764000", v1.ResourceCPU: "2"} {
+		if q := got[name]; q.Cmp(*resourceQ(want)) != 0 {
+			t.Errorf("allocatable %s = %s, want %s", name, &q, want)
+		}
+	}
+	if q := reserved[v1.ResourceMemory]; q.Cmp(*resourceQ("1Gi")) != 0 {
+		t.Errorf("the reserved list was changed: %s", &q)
 	}
 }

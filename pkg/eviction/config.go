@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -123,4 +124,29 @@ func (t Threshold) same(o Threshold) bool {
 
 func (t Threshold) String() string {
 	return fmt.Sprintf("threshold(signal=%v, operator=%v, value=%v, gracePeriod=%v)", t.Signal, t.Operator, t.Value, t.GracePeriod)
+}
+
+// Reservation is the kubelet's hardEvictionReservation: what the hard
+// memory.available and nodefs.available thresholds hold back from the
+// node's allocatable memory and ephemeral-storage, resolved against
+// capacity. Soft thresholds reserve nothing.
+func Reservation(ts []Threshold, capacity v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, t := range ts {
+		if !t.Hard() || t.Operator != OpLessThan {
+			continue
+		}
+		var name v1.ResourceName
+		switch t.Signal {
+		case SignalMemoryAvailable:
+			name = v1.ResourceMemory
+		case SignalNodeFsAvailable:
+			name = v1.ResourceEphemeralStorage
+		default:
+			continue
+		}
+		c := capacity[name]
+		out[name] = t.Value.Of(c.Value())
+	}
+	return out
 }

@@ -305,6 +305,16 @@ func TestSynchronizeLocalStorage(t *testing.T) {
 	if plan.Evict != nil || !HasNodeCondition(plan.Conditions, v1.NodeMemoryPressure) {
 		t.Errorf("threshold eviction alongside local storage: %s", plan)
 	}
+	// localStorageCapacityIsolation: false: no local storage victims,
+	// the memory threshold acts at once.
+	off, err := NewPolicy(Config{}, nil, Disks{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ = Synchronize(now, off, MakeObservations(memoryFigures(now, 50<<20)), []Pod{dir, pod, ctr, fine, crit}, State{})
+	if len(plan.LocalStorage) != 0 || plan.Evict == nil {
+		t.Errorf("without local storage isolation: %s, local storage %+v", plan, plan.LocalStorage)
+	}
 	// With the writable layer on a dedicated image filesystem, only logs count.
 	if _, _, over := overLocalLimit(&ctr, Disks{DedicatedImageFs: true}); over {
 		t.Error("rootfs counted on a dedicated imagefs")

@@ -83,8 +83,9 @@ const nodeGetTimeout = 5 * time.Second
 
 // podRequests are a pod's effective requests as the scheduler counts them.
 type podRequests struct {
-	MilliCPU int64
-	Memory   int64
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
 }
 
 // computePodRequests is upstream's rule (resourcehelper.PodRequests, as
@@ -93,7 +94,7 @@ type podRequests struct {
 // of the two, plus its overhead.
 func computePodRequests(pod *v1.Pod) podRequests {
 	r := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	return podRequests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
+	return podRequests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value(), EphemeralStorage: r.StorageEphemeral().Value()}
 }
 
 // insufficientResource is the kubelet's InsufficientResourceError message.
@@ -110,15 +111,17 @@ func predicateFailure(name, desc string) AdmitResult {
 	return AdmitResult{Reason: name, Message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
 }
 
-// checkResources is noderesources.Fits for pods, cpu and memory. A resource
-// missing from allocatable is not checked (the agent may not know it).
+// checkResources is noderesources.Fits for pods, cpu, memory and
+// ephemeral-storage. Pods, cpu and memory missing from allocatable are not
+// checked (the agent may not know them); ephemeral-storage missing is none,
+// as upstream's (localStorageCapacityIsolation false reports none).
 func checkResources(pod *v1.Pod, admitted []*v1.Pod, alloc v1.ResourceList) []AdmitResult {
 	var out []AdmitResult
 	if q, ok := alloc[v1.ResourcePods]; ok && int64(len(admitted))+1 > q.Value() {
 		out = append(out, insufficientResource(v1.ResourcePods, 1, int64(len(admitted)), q.Value()))
 	}
 	req := computePodRequests(pod)
-	if req.MilliCPU == 0 && req.Memory == 0 {
+	if req == (podRequests{}) {
 		return out
 	}
 	var used podRequests
@@ -126,12 +129,16 @@ func checkResources(pod *v1.Pod, admitted []*v1.Pod, alloc v1.ResourceList) []Ad
 		r := computePodRequests(p)
 		used.MilliCPU += r.MilliCPU
 		used.Memory += r.Memory
+		used.EphemeralStorage += r.EphemeralStorage
 	}
 	if q, ok := alloc[v1.ResourceCPU]; ok && req.MilliCPU > 0 && req.MilliCPU > q.MilliValue()-used.MilliCPU {
 		out = append(out, insufficientResource(v1.ResourceCPU, req.MilliCPU, used.MilliCPU, q.MilliValue()))
 	}
 	if q, ok := alloc[v1.ResourceMemory]; ok && req.Memory > 0 && req.Memory > q.Value()-used.Memory {
 		out = append(out, insufficientResource(v1.ResourceMemory, req.Memory, used.Memory, q.Value()))
+	}
+	if q := alloc[v1.ResourceEphemeralStorage]; req.EphemeralStorage > 0 && req.EphemeralStorage > q.Value()-used.EphemeralStorage {
+		out = append(out, insufficientResource(v1.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, q.Value()))
 	}
 	return out
 }

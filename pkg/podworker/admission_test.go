@@ -55,15 +55,15 @@ func TestComputePodRequests(t *testing.T) {
 	}{
 		{name: "none", want: podRequests{}},
 		{name: "apps add up", app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
-			want: podRequests{300, 30 << 20}},
+			want: podRequests{MilliCPU: 300, Memory: 30 << 20}},
 		{name: "init max wins", init: []v1.Container{ctr("1", "5Mi"), ctr("500m", "50Mi")}, app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
-			want: podRequests{1000, 50 << 20}},
+			want: podRequests{MilliCPU: 1000, Memory: 50 << 20}},
 		{name: "app sum wins", init: []v1.Container{ctr("100m", "1Mi")}, app: []v1.Container{ctr("100m", "10Mi"), ctr("200m", "20Mi")},
-			want: podRequests{300, 30 << 20}},
+			want: podRequests{MilliCPU: 300, Memory: 30 << 20}},
 		{name: "sidecar adds to apps and later inits", init: []v1.Container{sidecar("100m", "10Mi"), ctr("1", "1Mi")}, app: []v1.Container{ctr("200m", "20Mi")},
-			want: podRequests{1100, 30 << 20}},
+			want: podRequests{MilliCPU: 1100, Memory: 30 << 20}},
 		{name: "overhead", app: []v1.Container{ctr("100m", "10Mi")}, overhead: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")},
-			want: podRequests{150, 10 << 20}},
+			want: podRequests{MilliCPU: 150, Memory: 10 << 20}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,6 +157,30 @@ func TestAdmitPod(t *testing.T) {
 	// Without allocatable nothing is counted.
 	if r := AdmitPod(reqPod("a", "1000", "1Ti"), nil, NodeInfo{Name: "node1"}); !r.Admit {
 		t.Errorf("no allocatable: %+v", r)
+	}
+}
+
+// ephemeral-storage is counted as upstream's Fits: against allocatable,
+// none when the node reports none (localStorageCapacityIsolation false).
+func TestAdmitPodEphemeralStorage(t *testing.T) {
+	storagePod := func(name, q string) *v1.Pod {
+		p := reqPod(name, "", "")
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(q)}
+		return p
+	}
+	node := NodeInfo{Name: "node1", Labels: defaultNodeLabels("node1", nil),
+		Allocatable: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}}
+	if r := AdmitPod(storagePod("a", "6Mi"), []*v1.Pod{storagePod("b", "4Mi")}, node); !r.Admit {
+		t.Errorf("fits: %+v", r)
+	}
+	r := AdmitPod(storagePod("a", "7Mi"), []*v1.Pod{storagePod("b", "4Mi")}, node)
+	const msg = "Node didn't have enough resource: ephemeral-storage, requested: 7340032, used: 4194304, capacity: 10485760"
+	if r.Admit || r.Reason != "OutOfephemeral-storage" || r.Message != msg {
+		t.Errorf("over: %+v", r)
+	}
+	r = AdmitPod(storagePod("a", "1"), nil, NodeInfo{Name: "node1", Labels: node.Labels})
+	if r.Admit || r.Reason != "OutOfephemeral-storage" {
+		t.Errorf("none reported: %+v", r)
 	}
 }
 

@@ -81,6 +81,14 @@ func TestManagerEvictsPod(t *testing.T) {
 	if got := h.m.ActivePods(); len(got) != 0 {
 		t.Errorf("evicted pod still active")
 	}
+	// Its dead containers and sandbox go at the next collection, without
+	// disk pressure, as upstream's (ShouldPodContentBeRemoved: evicted).
+	if err := h.m.GarbageCollect(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if sbs, cs := h.runtimeObjects(); len(cs) != 0 || len(sbs) != 0 {
+		t.Errorf("evicted pod: left %v %v, want nothing", sbs, cs)
+	}
 }
 
 func TestStopGrace(t *testing.T) {

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodeagent/nodeagent/pkg/eviction"
 	"github.com/nodeagent/nodeagent/pkg/logrotate"
 	"github.com/nodeagent/nodeagent/pkg/runtime"
 )
@@ -118,10 +120,11 @@ func (m *Manager) sourcesReadyLocked() bool {
 
 // gcPodStateLocked is the kubelet's podStateProvider for one UID.
 // A pod with a worker may lose its content only once that worker
-// terminated it after a deletion (its status is generated from the
-// runtime, so an evicted pod keeps its dead containers except under disk
-// pressure); a deleted pod already cleaned up, or one unknown once the
-// sources are ready, loses everything.
+// terminated it after a deletion, or stopped it for good after an
+// eviction (upstream's ShouldPodContentBeRemoved: PodIsEvicted, or
+// deleted and not running);
+// a deleted pod already cleaned up, or one unknown once the sources are
+// ready, loses everything.
 func (m *Manager) gcPodStateLocked(uid types.UID) GCPodState {
 	if w := m.workers[uid]; w != nil {
 		w.mu.Lock()
@@ -129,7 +132,9 @@ func (m *Manager) gcPodStateLocked(uid types.UID) GCPodState {
 		terminated := w.state == Terminated
 		_, desired := m.desired[uid]
 		deleted := w.orphan || !desired || w.pod.DeletionTimestamp != nil
-		return GCPodState{RemoveContent: deleted && terminated, RemoveRuntime: terminated || w.terminal}
+		evicted := w.failReason == eviction.Reason || w.pod.Status.Phase == v1.PodFailed && w.pod.Status.Reason == eviction.Reason
+		stopped := terminated || w.terminal
+		return GCPodState{RemoveContent: deleted && terminated || evicted && stopped, RemoveRuntime: stopped}
 	}
 	if m.finished[uid] {
 		return GCPodState{RemoveContent: true, RemoveRuntime: true}

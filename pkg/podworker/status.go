@@ -139,6 +139,14 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		}
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 	case rt == nil:
+		// As the kubelet's convertToAPIContainerStatuses: a container the
+		// runtime no longer has (removed by garbage collection) keeps its
+		// last terminated status, or else its restarts and last state.
+		if old := oldContainerStatus(in.Old, c.Name); old != nil && old.State.Terminated != nil {
+			return *old.DeepCopy()
+		} else if old != nil {
+			cs.RestartCount, cs.LastTerminationState = old.RestartCount, *old.LastTerminationState.DeepCopy()
+		}
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}
 	}
 	started := running
@@ -151,6 +159,22 @@ func containerStatus(in StatusInput, c *v1.Container, waitReason string, init bo
 		cs.Ready = succeeded(rt)
 	}
 	return cs
+}
+
+// oldContainerStatus is the named container's status in old (names are
+// unique across init, app and ephemeral containers), nil if none.
+func oldContainerStatus(old *v1.PodStatus, name string) *v1.ContainerStatus {
+	if old == nil {
+		return nil
+	}
+	for _, list := range [][]v1.ContainerStatus{old.InitContainerStatuses, old.ContainerStatuses, old.EphemeralContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }
 
 // containerUser is the kubelet's convertContainerUser: the identity the

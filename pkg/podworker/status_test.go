@@ -435,6 +435,29 @@ func TestGenerateStatusTerminalPhaseSticks(t *testing.T) {
 	}
 }
 
+// Containers garbage collection removed keep their last terminated
+// status; one removed while not terminated keeps its restarts and last
+// state, as the kubelet's convertToAPIContainerStatuses.
+func TestGenerateStatusRemovedContainers(t *testing.T) {
+	pod := statusPod()
+	term := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", ContainerID: "containerd://1"}}
+	old := &v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{
+		{Name: "a", State: term, RestartCount: 2, ContainerID: "containerd://1"},
+		{Name: "b", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, RestartCount: 3, LastTerminationState: term},
+	}}
+	s := GenerateStatus(StatusInput{Pod: pod, Runtime: &runtime.PodStatus{}, Old: old, Terminal: true, Now: stNow})
+	if len(s.ContainerStatuses) != 2 {
+		t.Fatalf("statuses %+v", s.ContainerStatuses)
+	}
+	if a := s.ContainerStatuses[0]; !reflect.DeepEqual(a, old.ContainerStatuses[0]) {
+		t.Errorf("a = %+v, want the old terminated status", a)
+	}
+	b := s.ContainerStatuses[1]
+	if b.State.Waiting == nil || b.State.Waiting.Reason != "ContainerCreating" || b.RestartCount != 3 || b.LastTerminationState.Terminated == nil {
+		t.Errorf("b = %+v, want ContainerCreating with 3 restarts and the last termination", b)
+	}
+}
+
 func TestGenerateStatusTerminationMessage(t *testing.T) {
 	dir := t.TempDir()
 	msgFile := filepath.Join(dir, "termination-log")

@@ -17,8 +17,8 @@ import (
 // made 1 GiB (kubeReserved: the rest), so that the allocatableMemory.available
 // threshold the kubelet derives from evictionHard memory.available (with
 // enforceNodeAllocatable: pods) depends on this test's pods alone, not on
-// the shared machine's page cache. A BestEffort pod writing 500Mi into a
-// memory-medium emptyDir (sizeLimit 600Mi) takes the pods below 650Mi
+// the shared machine's page cache. A BestEffort pod writing 500Mi into two
+// memory-medium emptyDirs (sizeLimit 300Mi) takes the pods below 650Mi
 // available: the node reports MemoryPressure, the pod is Failed with
 // reason Evicted, upstream's message and the DisruptionTarget condition,
 // with a Warning Evicted event; the Guaranteed pod beside it keeps
@@ -35,6 +35,15 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	})
 	waitSchedulable(t)
 	ctx := context.Background()
+	// Allocatable holds back the reservation and the hard threshold.
+	waitFor(t, apiTimeout, "allocatable memory 1Gi - 650Mi", func() (bool, error) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		q := n.Status.Allocatable[v1.ResourceMemory]
+		return q.Value() == total-reserved/1024*1024-650<<20, fmt.Errorf("allocatable memory %s", &q)
+	})
 	pods := admin.CoreV1().Pods("default")
 
 	guaranteed := evictionPod("eviction-guaranteed", sleeper)
@@ -46,10 +55,14 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	deleteOnCleanup(t, "pod/"+guaranteed.Name)
 	waitPodRunning(t, guaranteed.Name)
 
-	filler := evictionPod("eviction-filler", "dd if=/dev/zero of=/data/fill bs=1M count=500; "+sleeper)
-	limit := resource.MustParse("600Mi")
-	filler.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}}
-	filler.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	// Two volumes: each tmpfs is sized at most the node's allocatable
+	// memory, which holds back the 650Mi threshold (1Gi - 650Mi), as
+	// upstream's.
+	filler := evictionPod("eviction-filler", "dd if=/dev/zero of=/data/fill bs=1M count=250; dd if=/dev/zero of=/more/fill bs=1M count=250; "+sleeper)
+	limit := resource.MustParse("300Mi")
+	memoryDir := v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}
+	filler.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: memoryDir}, {Name: "more", VolumeSource: memoryDir}}
+	filler.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "more", MountPath: "/more"}}
 	created, err := pods.Create(ctx, filler, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
