@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) error {
 		ContainerGCPeriod: o.Flags.ContainerGCPeriod,
 		CgroupMetrics:     mtr.CgroupManagerOperation,
 
-		ParallelImagePulls: !*cfg.SerializeImagePulls,
+		ParallelImagePulls: !*cfg.SerializeImagePulls, MaxParallelImagePulls: maxParallelImagePulls(cfg),
 		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
 		RegistryBurst:      int(cfg.RegistryBurst),
 

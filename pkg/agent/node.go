@@ -92,3 +92,11 @@ func evictionThresholds(cfg *agentconfig.Config) []eviction.Threshold {
 	ts, _ := eviction.Parse(cfg.Eviction(), cfg.EnforceNodeAllocatable)
 	return ts
 }
+
+// maxParallelImagePulls is maxParallelImagePulls, 0 when unset (no bound).
+func maxParallelImagePulls(cfg *agentconfig.Config) int {
+	if cfg.MaxParallelImagePulls == nil {
+		return 0
+	}
+	return int(*cfg.MaxParallelImagePulls)
+}

@@ -46,7 +46,6 @@ var notImplemented = []string{
 	"cpuCFSQuotaPeriod",
 	"maxOpenFiles",
 	"contentType",
-	"maxParallelImagePulls",
 	"podsPerCore",
 	"enableControllerAttachDetach",
 	"protectKernelDefaults",

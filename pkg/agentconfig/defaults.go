@@ -103,7 +103,9 @@ func (c *Config) SetDefaults() {
 	if c.EnforceNodeAllocatable == nil { // an explicit [] stays empty, as upstream's
 		c.EnforceNodeAllocatable = []string{EnforcePods}
 	}
-	defaultPtr(&c.SerializeImagePulls, true)
+	// As upstream: serialized unless parallel pulls are asked for by
+	// maxParallelImagePulls >= 2.
+	defaultPtr(&c.SerializeImagePulls, c.MaxParallelImagePulls == nil || *c.MaxParallelImagePulls < 2)
 	defaultPtr(&c.EnableServer, true)
 	defaultPtr(&c.EnableProfilingHandler, true)
 	defaultPtr(&c.SeccompDefault, false)

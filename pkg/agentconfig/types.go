@@ -112,8 +112,12 @@ type Config struct {
 	// OOMScoreAdj is the agent process's oom_score_adj, in [-1000, 1000].
 	// Default: -999 (upstream's), so that the kernel kills pods before it.
 	OOMScoreAdj *int32 `json:"oomScoreAdj,omitempty"`
-	// SerializeImagePulls pulls one image at a time. Default: true.
+	// SerializeImagePulls pulls one image at a time. Default: true, unless
+	// MaxParallelImagePulls is 2 or more.
 	SerializeImagePulls *bool `json:"serializeImagePulls,omitempty"`
+	// MaxParallelImagePulls bounds the pulls at once when they are not
+	// serialized. Default: none (no bound).
+	MaxParallelImagePulls *int32 `json:"maxParallelImagePulls,omitempty"`
 	// ImageGCHighThresholdPercent: at or above this use of the image
 	// filesystem unused images are removed, least recently used first,
 	// down to ImageGCLowThresholdPercent (0-100, low < high; a high of 100

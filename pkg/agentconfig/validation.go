@@ -224,6 +224,12 @@ func (c *Config) validateLimits() field.ErrorList {
 	if c.RegistryBurst < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("registryBurst"), c.RegistryBurst, "must be greater than or equal to 0"))
 	}
+	if n := c.MaxParallelImagePulls; n != nil && *n < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxParallelImagePulls"), *n, "must be a positive number"))
+	} else if n != nil && *n > 1 && deref(c.SerializeImagePulls) {
+		errs = append(errs, field.Invalid(field.NewPath("maxParallelImagePulls"), *n,
+			"cannot be larger than 1 unless SerializeImagePulls (--serialize-image-pulls) is set to false"))
+	}
 	return append(errs, c.validateClientLimits()...)
 }
 

@@ -87,6 +87,13 @@ func TestSetDefaults(t *testing.T) {
 	if Default().ServerTLSBootstrap != nil {
 		t.Errorf("serverTLSBootstrap is defaulted before the mode is known")
 	}
+	// serializeImagePulls follows maxParallelImagePulls when unset, as upstream's.
+	for n, want := range map[int32]bool{1: true, 2: false, 5: false} {
+		c := &Config{MaxParallelImagePulls: ptr(n)}
+		if c.SetDefaults(); *c.SerializeImagePulls != want {
+			t.Errorf("maxParallelImagePulls %d: serializeImagePulls = %v, want %v", n, *c.SerializeImagePulls, want)
+		}
+	}
 	c.Address = "127.0.0.2"
 	if c.ReadOnlyAddress() != "127.0.0.2" {
 		t.Errorf("a loopback address is not used for the read-only server: %q", c.ReadOnlyAddress())
@@ -128,6 +135,12 @@ func TestValidate(t *testing.T) {
 		{"empty endpoint", func(c *Config) { c.ContainerRuntimeEndpoint = "" }, "containerRuntimeEndpoint: Required value"},
 		{"log size", func(c *Config) { c.ContainerLogMaxSize = "lots" }, `containerLogMaxSize: Invalid value: "lots"`},
 		{"log files", func(c *Config) { c.ContainerLogMaxFiles = ptr[int32](1) }, "containerLogMaxFiles: Invalid value: 1: must be greater than 1"},
+		{"parallel pulls zero", func(c *Config) { c.MaxParallelImagePulls = ptr[int32](0) },
+			"maxParallelImagePulls: Invalid value: 0: must be a positive number"},
+		{"parallel pulls while serialized", func(c *Config) { c.MaxParallelImagePulls = ptr[int32](3) },
+			"maxParallelImagePulls: Invalid value: 3: cannot be larger than 1 unless SerializeImagePulls (--serialize-image-pulls) is set to false"},
+		{"one pull while serialized", func(c *Config) { c.MaxParallelImagePulls = ptr[int32](1) }, ""},
+		{"parallel pulls", func(c *Config) { c.MaxParallelImagePulls, c.SerializeImagePulls = ptr[int32](3), ptr(false) }, ""},
 		{"log workers", func(c *Config) { c.ContainerLogMaxWorkers = ptr[int32](0) }, "containerLogMaxWorkers: Invalid value: 0"},
 		{"log monitor interval", func(c *Config) { c.ContainerLogMonitorInterval.Duration = time.Second },
 			`containerLogMonitorInterval: Invalid value: "1s": must be greater than or equal to 3s`},

@@ -46,7 +46,9 @@ type puller struct {
 	images  runtime.Images
 	backoff *flowcontrol.Backoff
 	keyring *credentialprovider.Keyring // the node's
-	serial  *sync.Mutex                 // set when pulls are serialized (the kubelet's default)
+	// slots bound the pulls at once: one when serialized (the kubelet's
+	// default), maxParallelImagePulls otherwise; nil: no bound.
+	slots   chan struct{}
 	limiter flowcontrol.RateLimiter
 	events  EventRecorder
 	metrics Observer // nil in tests of the puller alone
@@ -130,9 +132,13 @@ func (p *puller) pull(ctx context.Context, pod *v1.Pod, c *v1.Container, r pullR
 	if p.metrics != nil {
 		p.metrics.ImagePullStarted(pod.UID)
 	}
-	if p.serial != nil {
-		p.serial.Lock()
-		defer p.serial.Unlock()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			defer func() { <-p.slots }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("wait for an image pull slot: %w", ctx.Err())
+		}
 	}
 	if err := p.pullStarted(c.Image); err != nil {
 		return "", err

@@ -362,3 +362,70 @@ func TestPullerQPSLimit(t *testing.T) {
 		t.Errorf("calls %v: the image must not be pulled over the limit", img.Called)
 	}
 }
+
+// countingImages records how many pulls run at once; each pull waits for
+// release.
+type countingImages struct {
+	*critest.FakeImageService
+	mu       sync.Mutex
+	now, max int
+	started  chan struct{}
+	release  chan struct{}
+}
+
+func (c *countingImages) PullImage(ctx context.Context, image *criv1.ImageSpec, auth *criv1.AuthConfig, sb *criv1.PodSandboxConfig) (string, error) {
+	c.mu.Lock()
+	c.now++
+	c.max = max(c.max, c.now)
+	c.mu.Unlock()
+	c.started <- struct{}{}
+	<-c.release
+	c.mu.Lock()
+	c.now--
+	c.mu.Unlock()
+	return c.FakeImageService.PullImage(ctx, image, auth, sb)
+}
+
+// maxParallelImagePulls bounds the pulls at once; the serialized puller
+// runs one; unbounded runs all.
+func TestPullerParallelLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		slots chan struct{}
+		want  int
+	}{
+		{"serialized", make(chan struct{}, 1), 1},
+		{"maxParallelImagePulls 2", make(chan struct{}, 2), 2},
+		{"unbounded", nil, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := &countingImages{FakeImageService: critest.NewFakeImageService(), started: make(chan struct{}, 4), release: make(chan struct{})}
+			p := &puller{images: img, events: &recordedEvents{}, keyring: &credentialprovider.Keyring{},
+				backoff: flowcontrol.NewBackOff(time.Second, time.Minute), slots: tc.slots}
+			var wg sync.WaitGroup
+			for i := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := &v1.Container{Name: "c", Image: fmt.Sprintf("registry.example.com/app:%d", i), ImagePullPolicy: v1.PullAlways}
+					if _, err := p.ensure(context.Background(), planBasePod(), c, nil, nil); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			for range tc.want {
+				<-img.started // the bound's worth of pulls start
+			}
+			select {
+			case <-img.started:
+				t.Errorf("more than %d pulls started", tc.want)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(img.release)
+			wg.Wait()
+			if img.max != tc.want {
+				t.Errorf("at most %d pulls at once, want %d", img.max, tc.want)
+			}
+		})
+	}
+}

@@ -60,8 +60,10 @@ type Config struct {
 	// nil.
 	Node   func(ctx context.Context, fresh bool) (*v1.Node, error)
 	Events EventRecorder
-	// ParallelImagePulls lets pulls run at once (serializeImagePulls=false).
-	ParallelImagePulls bool
+	// ParallelImagePulls lets pulls run at once (serializeImagePulls=false),
+	// at most MaxParallelImagePulls of them when it is above 0.
+	ParallelImagePulls    bool
+	MaxParallelImagePulls int
 	// RegistryPullQPS limits pulls per second (0: no limit), with a burst
 	// of RegistryBurst.
 	RegistryPullQPS float32
@@ -270,8 +272,11 @@ func New(cfg Config) (*Manager, error) {
 		metrics: cfg.Metrics,
 		tracer:  cfg.Tracer,
 	}
-	if !cfg.ParallelImagePulls {
-		m.puller.serial = &sync.Mutex{}
+	switch {
+	case !cfg.ParallelImagePulls:
+		m.puller.slots = make(chan struct{}, 1)
+	case cfg.MaxParallelImagePulls > 0:
+		m.puller.slots = make(chan struct{}, cfg.MaxParallelImagePulls)
 	}
 	if cfg.RegistryPullQPS > 0 {
 		m.puller.limiter = flowcontrol.NewTokenBucketRateLimiter(cfg.RegistryPullQPS, max(cfg.RegistryBurst, 1))
