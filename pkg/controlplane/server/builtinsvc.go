@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -32,26 +33,40 @@ const builtinReconcileInterval = 10 * time.Second
 // endpointslice controller leaves slices of selector-less services alone).
 const managedByServer = "nodeagent-server"
 
-// builtinEndpoint is one selector-less service the server points at
-// itself: default/kubernetes (the API) and kube-system/kube-dns.
+// builtinEndpoint is one selector-less service the servers point at
+// themselves: default/kubernetes (the API) and kube-system/kube-dns.
 type builtinEndpoint struct {
 	namespace, name string
-	ip              string
+	ips             []string // sorted
 	ports           []v1.EndpointPort
 }
 
-// builtinEndpoints plans what the server points at itself: the API
-// server's address and secure port, and the DNS server when it serves on
-// port 53 of an address pods reach.
-func (c *Config) builtinEndpoints() []builtinEndpoint {
-	ip := c.advertiseIP()
-	if ip == "" {
+// self is what this server records in its lease: where pods reach its
+// API (none when it binds loopback) and its DNS, when it serves on port
+// 53 of an address pods reach.
+func (c *Config) self() serverLease {
+	return serverLease{APIIP: c.advertiseIP(), DNSIP: c.ClusterDNSIP()}
+}
+
+// builtinEndpoints plans what the live servers (sorted) are pointed at
+// by: every API address on the secure port, as kube-apiserver's lease
+// endpoint reconciler, and every DNS address when any server serves one.
+func builtinEndpoints(securePort int, servers []serverLease) []builtinEndpoint {
+	var api, dns []string
+	for _, s := range servers {
+		api = append(api, s.APIIP)
+		if s.DNSIP != "" {
+			dns = append(dns, s.DNSIP)
+		}
+	}
+	if len(api) == 0 {
 		return nil
 	}
-	out := []builtinEndpoint{{namespace: metav1.NamespaceDefault, name: "kubernetes", ip: ip,
-		ports: []v1.EndpointPort{{Name: "https", Port: int32(c.SecurePort), Protocol: v1.ProtocolTCP}}}}
-	if dnsIP := c.ClusterDNSIP(); dnsIP != "" {
-		out = append(out, builtinEndpoint{namespace: metav1.NamespaceSystem, name: "kube-dns", ip: dnsIP,
+	slices.Sort(dns)
+	out := []builtinEndpoint{{namespace: metav1.NamespaceDefault, name: "kubernetes", ips: api,
+		ports: []v1.EndpointPort{{Name: "https", Port: int32(securePort), Protocol: v1.ProtocolTCP}}}}
+	if len(dns) > 0 {
+		out = append(out, builtinEndpoint{namespace: metav1.NamespaceSystem, name: "kube-dns", ips: slices.Compact(dns),
 			ports: []v1.EndpointPort{{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: v1.ProtocolTCP}}})
 	}
 	return out
@@ -87,9 +102,13 @@ func kubeDNSService() *v1.Service {
 }
 
 func (b builtinEndpoint) endpoints() *v1.Endpoints {
+	addrs := make([]v1.EndpointAddress, 0, len(b.ips))
+	for _, ip := range b.ips {
+		addrs = append(addrs, v1.EndpointAddress{IP: ip})
+	}
 	return &v1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace},
-		Subsets:    []v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: b.ip}}, Ports: b.ports}},
+		Subsets:    []v1.EndpointSubset{{Addresses: addrs, Ports: b.ports}},
 	}
 }
 
@@ -100,7 +119,9 @@ func (b builtinEndpoint) slice() *discoveryv1.EndpointSlice {
 			discoveryv1.LabelServiceName: b.name, discoveryv1.LabelManagedBy: managedByServer,
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{b.ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	for _, ip := range b.ips {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 	}
 	for _, p := range b.ports {
 		s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: &p.Name, Port: &p.Port, Protocol: &p.Protocol})
@@ -111,34 +132,62 @@ func (b builtinEndpoint) slice() *discoveryv1.EndpointSlice {
 // errNotOurs: a built-in service name holds a service someone else made.
 var errNotOurs = errors.New("the service exists with a selector or another cluster IP: not ours, left alone")
 
-// runBuiltinEndpoints keeps the built-in services' endpoints until ctx
-// ends.
-func runBuiltinEndpoints(ctx context.Context, cfg Config, client kubernetes.Interface, log *slog.Logger) error {
-	want := cfg.builtinEndpoints()
-	if len(want) == 0 {
-		log.Info("no address pods can reach: default/kubernetes gets no endpoints", "bindAddress", cfg.BindAddress)
-		return nil
+// runBuiltinEndpoints keeps this server's lease and the built-in
+// services' endpoints (every live server) until ctx ends, then removes
+// the lease and reconciles once more, as kube-apiserver does on shutdown.
+func runBuiltinEndpoints(ctx context.Context, cfg Config, leases serverLeases, client kubernetes.Interface, log *slog.Logger) error {
+	self := cfg.self()
+	if self.APIIP == "" {
+		log.Info("no address pods can reach: this server is not in default/kubernetes", "bindAddress", cfg.BindAddress)
 	}
 	t := time.NewTicker(builtinReconcileInterval)
 	defer t.Stop()
 	reported := map[string]bool{}
 	for {
-		for _, b := range want {
-			err := ensureBuiltin(ctx, client, b)
-			switch {
-			case errors.Is(err, errNotOurs):
-				if !reported[b.name] {
-					log.Info("built-in service left alone", "service", b.namespace+"/"+b.name, "reason", err)
-					reported[b.name] = true
-				}
-			case err != nil && ctx.Err() == nil:
-				log.Warn("built-in service endpoints", "service", b.namespace+"/"+b.name, "err", err)
-			}
-		}
+		reconcileBuiltin(ctx, cfg, leases, self, client, reported, log)
 		select {
 		case <-ctx.Done():
+			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if self.APIIP != "" {
+				if err := leases.remove(stop, self.APIIP); err != nil {
+					log.Warn("remove this server's lease", "err", err)
+				}
+				self.APIIP = "" // reconciled without it
+				reconcileBuiltin(stop, cfg, leases, self, client, reported, log)
+			}
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// reconcileBuiltin renews self's lease (when pods can reach it) and puts
+// the built-in endpoints to the live servers.
+func reconcileBuiltin(ctx context.Context, cfg Config, leases serverLeases, self serverLease, client kubernetes.Interface, reported map[string]bool, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, builtinReconcileInterval)
+	defer cancel()
+	if self.APIIP != "" {
+		if err := leases.renew(ctx, self); err != nil {
+			log.Warn("renew this server's lease", "err", err)
+			return
+		}
+	}
+	live, err := leases.live(ctx)
+	if err != nil {
+		log.Warn("list the servers' leases", "err", err)
+		return
+	}
+	for _, b := range builtinEndpoints(cfg.SecurePort, live) {
+		err := ensureBuiltin(ctx, client, b)
+		switch {
+		case errors.Is(err, errNotOurs):
+			if !reported[b.name] {
+				log.Info("built-in service left alone", "service", b.namespace+"/"+b.name, "reason", err)
+				reported[b.name] = true
+			}
+		case err != nil && ctx.Err() == nil:
+			log.Warn("built-in service endpoints", "service", b.namespace+"/"+b.name, "err", err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,18 +13,30 @@ import (
 
 func TestBuiltinEndpointsPlan(t *testing.T) {
 	c := Config{BindAddress: "192.0.2.4", SecurePort: 6443, DNSAddress: "192.0.2.4:53"}
-	got := c.builtinEndpoints()
-	if len(got) != 2 || got[0].name != "kubernetes" || got[0].ip != "192.0.2.4" || got[0].ports[0].Port != 6443 ||
+	self := c.self()
+	if self != (serverLease{APIIP: "192.0.2.4", DNSIP: "192.0.2.4"}) {
+		t.Fatalf("self = %+v", self)
+	}
+	got := builtinEndpoints(c.SecurePort, []serverLease{self})
+	if len(got) != 2 || got[0].name != "kubernetes" || !slices.Equal(got[0].ips, []string{"192.0.2.4"}) || got[0].ports[0].Port != 6443 ||
 		got[1].name != "kube-dns" || got[1].namespace != "kube-system" || len(got[1].ports) != 2 {
 		t.Fatalf("plan = %+v", got)
 	}
+	// Every live server, sorted; DNS only where a server serves it.
+	got = builtinEndpoints(6443, []serverLease{{APIIP: "192.0.2.4"}, {APIIP: "192.0.2.5", DNSIP: "192.0.2.5"}, {APIIP: "192.0.2.6", DNSIP: "192.0.2.6"}})
+	if len(got) != 2 || !slices.Equal(got[0].ips, []string{"192.0.2.4", "192.0.2.5", "192.0.2.6"}) || !slices.Equal(got[1].ips, []string{"192.0.2.5", "192.0.2.6"}) {
+		t.Errorf("three servers: plan = %+v", got)
+	}
 	c.DNSAddress = "192.0.2.4:5353" // resolv.conf has no ports: pods cannot use it
-	if got := c.builtinEndpoints(); len(got) != 1 {
+	if got := builtinEndpoints(6443, []serverLease{c.self()}); len(got) != 1 {
 		t.Errorf("DNS on another port: plan = %+v", got)
 	}
 	c.BindAddress = "127.0.0.1"
-	if got := c.builtinEndpoints(); len(got) != 0 {
-		t.Errorf("loopback API server: plan = %+v", got)
+	if self := c.self(); self.APIIP != "" {
+		t.Errorf("loopback API server: self = %+v", self)
+	}
+	if got := builtinEndpoints(6443, nil); len(got) != 0 {
+		t.Errorf("no live server: plan = %+v, want none (the endpoints are never erased)", got)
 	}
 }
 
@@ -31,7 +44,7 @@ func TestEnsureBuiltinCreatesAndRepairs(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
 	c := Config{BindAddress: "192.0.2.4", SecurePort: 6443, DNSAddress: "192.0.2.4:53"}
-	b := c.builtinEndpoints()[1]
+	b := builtinEndpoints(c.SecurePort, []serverLease{c.self()})[1]
 	if err := ensureBuiltin(ctx, cs, b); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +78,7 @@ func TestEnsureBuiltinLeavesForeignDNS(t *testing.T) {
 	foreign.Spec.Selector = map[string]string{"k8s-app": "kube-dns"}
 	cs := fake.NewClientset(foreign)
 	c := Config{BindAddress: "192.0.2.4", SecurePort: 6443, DNSAddress: "192.0.2.4:53"}
-	if err := ensureBuiltin(ctx, cs, c.builtinEndpoints()[1]); !errors.Is(err, errNotOurs) {
+	if err := ensureBuiltin(ctx, cs, builtinEndpoints(c.SecurePort, []serverLease{c.self()})[1]); !errors.Is(err, errNotOurs) {
 		t.Fatalf("err = %v, want errNotOurs", err)
 	}
 	if _, err := cs.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err == nil {

@@ -272,7 +272,10 @@ func Run(ctx context.Context, cfg Config) error {
 	afterPolicy(func() error { return elect.run(gctx, schedClient, "kube-scheduler", runScheduler) }) // nil when gctx ends
 	afterPolicy(func() error { return runControllers(gctx, cfg, p, elect, log.With("component", "controllers")) })
 	afterPolicy(func() error { return runClusterDNS(gctx, cfg, p, log.With("component", "dns")) })
-	runClient(func() error { return runBuiltinEndpoints(gctx, cfg, adminClient, log.With("component", "endpoints")) })
+	leases := serverLeases{cli: store.Client(), ttl: serverLeaseTTL}
+	runClient(func() error {
+		return runBuiltinEndpoints(gctx, cfg, leases, adminClient, log.With("component", "endpoints"))
+	})
 	g.Go(func() error {
 		<-gctx.Done()
 		waitBounded(&clients, cfg.ShutdownTimeout)
