@@ -132,8 +132,8 @@ func Run(ctx context.Context, o Options) error {
 		CgroupMetrics:     mtr.CgroupManagerOperation,
 
 		ParallelImagePulls: !*cfg.SerializeImagePulls, MaxParallelImagePulls: maxParallelImagePulls(cfg),
-		RegistryPullQPS:    float32(*cfg.RegistryPullQPS),
-		RegistryBurst:      int(cfg.RegistryBurst),
+		RegistryPullQPS: float32(*cfg.RegistryPullQPS),
+		RegistryBurst:   int(cfg.RegistryBurst),
 
 		SeccompDefault: *cfg.SeccompDefault,
 
