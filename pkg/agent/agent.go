@@ -131,9 +131,10 @@ func Run(ctx context.Context, o Options) error {
 		ContainerGCPeriod: o.Flags.ContainerGCPeriod,
 		CgroupMetrics:     mtr.CgroupManagerOperation,
 
-		ParallelImagePulls: !*cfg.SerializeImagePulls, MaxParallelImagePulls: maxParallelImagePulls(cfg),
-		RegistryPullQPS: float32(*cfg.RegistryPullQPS),
-		RegistryBurst:   int(cfg.RegistryBurst),
+		ParallelImagePulls:    !*cfg.SerializeImagePulls,
+		MaxParallelImagePulls: maxParallelImagePulls(cfg),
+		RegistryPullQPS:       float32(*cfg.RegistryPullQPS),
+		RegistryBurst:         int(cfg.RegistryBurst),
 
 		SeccompDefault: *cfg.SeccompDefault,
 
