@@ -24,6 +24,7 @@ func newEviction(ctx context.Context, o Options, p parts, gc *imagegc.Manager) (
 	}
 	sp, err := stats.New(stats.Config{
 		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodLogsDir: cfg.PodLogsDir, Logger: p.log,
+		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, NoVolumeStats: cfg.VolumeStatsAggPeriod.Duration < 0,
 	})
 	if err != nil {
 		return nil, err

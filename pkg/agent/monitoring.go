@@ -17,6 +17,7 @@ func monitoring(o Options, p parts) (nodeapi.Monitoring, error) {
 	sp, err := stats.New(stats.Config{
 		NodeName: p.nodeName, Runtime: p.rt, ImageFs: p.rt, RootDir: o.Flags.RootDir, PodLogsDir: o.Config.PodLogsDir,
 		PodCgroups: podCgroups, Logger: p.log,
+		VolumeStatsAggPeriod: o.Config.VolumeStatsAggPeriod.Duration, NoVolumeStats: o.Config.VolumeStatsAggPeriod.Duration < 0,
 	})
 	if err != nil {
 		return nodeapi.Monitoring{}, err

@@ -27,7 +27,6 @@ var notImplemented = []string{
 	"streamingConnectionIdleTimeout",
 	"nodeStatusReportFrequency",
 	"nodeLeaseDurationSeconds",
-	"volumeStatsAggPeriod",
 	"kubeletCgroups",
 	"systemCgroups",
 	"cpuManagerPolicy",

@@ -35,6 +35,7 @@ const (
 	DefaultEventRecordQPS            = 50
 	DefaultEventBurst                = 100
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultVolumeStatsAggPeriod      = time.Minute
 	DefaultRootDir                   = "/var/lib/nodeagent"
 )
 
@@ -80,6 +81,7 @@ func (c *Config) SetDefaults() {
 	defaultDuration(&c.FileCheckFrequency.Duration, DefaultFileCheckFrequency)
 	defaultDuration(&c.RuntimeRequestTimeout.Duration, DefaultRuntimeRequestTimeout)
 	defaultDuration(&c.NodeStatusUpdateFrequency.Duration, DefaultNodeStatusUpdateFrequency)
+	defaultDuration(&c.VolumeStatsAggPeriod.Duration, DefaultVolumeStatsAggPeriod)
 	defaultDuration(&c.ContainerLogMonitorInterval.Duration, DefaultContainerLogMonitorInterval)
 	defaultString(&c.Address, DefaultAddress)
 	defaultString(&c.ConfigMapAndSecretChangeDetectionStrategy, DefaultChangeDetectionStrategy)

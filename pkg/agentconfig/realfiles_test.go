@@ -53,7 +53,7 @@ func TestKubeadmConfig(t *testing.T) {
 	}
 	checkWarnings(t, warnings, notImplementedWarnings("config file "+path+": ",
 		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency",
-		"volumeStatsAggPeriod", "cpuManagerReconcilePeriod",
+		"cpuManagerReconcilePeriod",
 		"memorySwap", "logging", "shutdownGracePeriod",
 		"shutdownGracePeriodCriticalPods", "crashLoopBackOff"))
 	if !c.RotateCertificates {
@@ -89,7 +89,7 @@ func TestK3sDropins(t *testing.T) {
 	k3s := "drop-in config file " + filepath.Join(dir, "00-k3s-defaults.conf") + ": "
 	user := "drop-in config file " + filepath.Join(dir, "50-user.conf") + ": "
 	want := notImplementedWarnings(k3s,
-		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "volumeStatsAggPeriod", "cpuManagerReconcilePeriod", "failSwapOn", "memorySwap", "logging",
+		"httpCheckFrequency", "streamingConnectionIdleTimeout", "nodeStatusReportFrequency", "cpuManagerReconcilePeriod", "failSwapOn", "memorySwap", "logging",
 		"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "crashLoopBackOff")
 	checkWarnings(t, warnings, append(want, notImplementedWarnings(user)...))
 	if c.ContainerRuntimeEndpoint != "unix:///run/k3s/containerd/containerd.sock" || c.CgroupDriver != "cgroupfs" ||

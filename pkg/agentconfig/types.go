@@ -171,6 +171,11 @@ type Config struct {
 	// profile (runtime.SetBlockProfileRate(1)); only with the profiling
 	// handler, as upstream. Default: false.
 	EnableContentionProfiling bool `json:"enableContentionProfiling,omitempty"`
+	// VolumeStatsAggPeriod is how long a volume's measured disk usage
+	// (the summary's and the eviction manager's) is reused before it is
+	// measured again; negative: volume usage is not measured. Default: 1m
+	// (0 is the default, as upstream's).
+	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod,omitempty"`
 	// NodeStatusUpdateFrequency is the node status report period. Default: 10s.
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
 	// RegisterWithTaints are set on the Node when the agent registers it

@@ -33,6 +33,12 @@ type Config struct {
 	// through cAdvisor, and the runtime is asked for sandbox stats only
 	// for the full summary's pod network.
 	PodCgroups string
+	// VolumeStatsAggPeriod is how long a volume's measured usage is
+	// reused (the kubelet's volumeStatsAggPeriod); 0 measures at every
+	// summary. NoVolumeStats (volumeStatsAggPeriod 0 in the kubelet's
+	// configuration) reports none.
+	VolumeStatsAggPeriod time.Duration
+	NoVolumeStats        bool
 	// Host is where the node's own usage is read (default /proc and
 	// /sys/fs/cgroup).
 	Host   Host
@@ -47,6 +53,8 @@ type Provider struct {
 	log  *slog.Logger
 	now  func() time.Time
 	rate *rates
+	// volumes are the volumes' measured usage, reused for the period.
+	volumes *volumeCache
 
 	mu sync.Mutex
 	// noSandboxStatsUntil: the runtime said it has no
@@ -63,7 +71,8 @@ func New(cfg Config) (*Provider, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Host = cfg.Host.withDefaults()
-	return &Provider{cfg: cfg, log: cfg.Logger.With("component", "stats"), now: time.Now, rate: newRates()}, nil
+	return &Provider{cfg: cfg, log: cfg.Logger.With("component", "stats"), now: time.Now, rate: newRates(),
+		volumes: newVolumeCache(cfg.VolumeStatsAggPeriod)}, nil
 }
 
 // Summary is the full summary: node, pods and containers with CPU,
@@ -84,6 +93,9 @@ func (p *Provider) summary(ctx context.Context, cpuAndMemoryOnly bool) (*Summary
 	pods, err := p.podStats(ctx, !cpuAndMemoryOnly)
 	if err != nil {
 		return nil, fmt.Errorf("pod stats: %w", err)
+	}
+	if !cpuAndMemoryOnly {
+		p.volumes.prune(p.now())
 	}
 	node := p.nodeStats(ctx, !cpuAndMemoryOnly)
 	return &Summary{Node: node, Pods: pods}, nil

@@ -50,7 +50,7 @@ func onParentFs(dir string) bool {
 // metrics, by name) and the local ephemeral ones among them.
 func (b *podBuilder) podVolumes(uid types.UID, at time.Time) (all, ephemeral []VolumeStats) {
 	root := b.p.cfg.RootDir
-	if root == "" {
+	if root == "" || b.p.cfg.NoVolumeStats {
 		return nil, nil
 	}
 	base := volume.PodVolumesDir(root, uid)
@@ -64,7 +64,7 @@ func (b *podBuilder) podVolumes(uid types.UID, at time.Time) (all, ephemeral []V
 				continue
 			}
 			dir := filepath.Join(base, pl.dir, e.Name())
-			fs, ok := b.usage(dir, dir, at)
+			fs, ok := b.volumeUsage(dir, at)
 			if !ok {
 				continue
 			}
@@ -94,6 +94,25 @@ func (b *podBuilder) usage(path, fsPath string, at time.Time) (*FsStats, bool) {
 		fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = whole.CapacityBytes, whole.AvailableBytes, whole.Inodes, whole.InodesFree
 	}
 	fs.UsedBytes, fs.InodesUsed = ptr(bytes), ptr(inodes)
+	return fs, true
+}
+
+// volumeUsage is usage for a volume directory, through the provider's
+// cache of volumeStatsAggPeriod: the figures and their time are those of
+// the last measurement.
+func (b *podBuilder) volumeUsage(dir string, at time.Time) (*FsStats, bool) {
+	e, err := b.p.volumes.usage(dir, at, diskUsage)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			b.p.log.Debug("disk usage", "path", dir, "err", err)
+		}
+		return nil, false
+	}
+	fs := &FsStats{Time: metav1.NewTime(e.at)}
+	if whole := b.statfs(dir, at); whole != nil {
+		fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = whole.CapacityBytes, whole.AvailableBytes, whole.Inodes, whole.InodesFree
+	}
+	fs.UsedBytes, fs.InodesUsed = ptr(e.bytes), ptr(e.inodes)
 	return fs, true
 }
 

@@ -125,4 +125,9 @@ func TestPodVolumesAndEphemeralStorage(t *testing.T) {
 	if w := cm.Pods[1]; w.VolumeStats != nil || w.EphemeralStorage != nil || w.Containers[0].Logs != nil {
 		t.Errorf("cpu and memory summary with disk figures: %+v", w)
 	}
+	// Negative volumeStatsAggPeriod: no volume is measured.
+	p.cfg.NoVolumeStats = true
+	if s, err = p.Summary(context.Background()); err != nil || s.Pods[1].VolumeStats != nil {
+		t.Errorf("without volume stats: %v %+v", err, s.Pods[1].VolumeStats)
+	}
 }

@@ -22,7 +22,9 @@ import (
 // emptyDir limit, keeps running. (Here, not in test/e2e: the standalone
 // agent's pods are static, and static pods are critical, never evicted.)
 func TestEmptyDirSizeLimitEvictsPod(t *testing.T) {
-	newAgent(t)
+	// Volumes measured every second, not upstream's minute, so that the
+	// writer's usage is seen at once.
+	newAgentConfigured(t, framework.TestInstance, nodeName, cri, "volumeStatsAggPeriod: 1s\n")
 	waitSchedulable(t)
 	ctx := context.Background()
 	pods := admin.CoreV1().Pods("default")
