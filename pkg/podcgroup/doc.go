@@ -23,6 +23,6 @@
 // burstable the summed cpu requests of the Burstable pods, both unbounded
 // huge pages. A Manager given Options.QOS rewrites the tiers whenever a
 // pod cgroup comes, changes its cpu request or goes, and every QOSPeriod
-// while pods sync. MemoryQoS (memory.min) and QOSReserved are not here:
+// (RunQOS). MemoryQoS (memory.min) and QOSReserved are not here:
 // both are off by default upstream, and the agent has no feature gates.
 package podcgroup

@@ -1,6 +1,7 @@
 package podcgroup
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -15,7 +16,7 @@ import (
 // is gone. With QOS set it is also the kubelet's QoS container manager:
 // the pods it holds cgroups for are the active pods whose requests size
 // the Burstable tier, rewritten when one comes, changes or goes, and at
-// least every QOSPeriod while pods sync.
+// least every QOSPeriod (RunQOS).
 type Manager struct {
 	fs   FS
 	opts Options
@@ -37,6 +38,9 @@ func NewManager(root string, opts Options) *Manager {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.QOSPeriod <= 0 {
+		opts.QOSPeriod = QOSPeriod
+	}
 	return &Manager{fs: FS{Root: root}, opts: opts, applied: map[string]ResourceConfig{}, requests: map[string]int64{}}
 }
 
@@ -56,7 +60,7 @@ func (m *Manager) Ensure(name string, pod *v1.Pod) error {
 	request := burstableCPURequest(pod)
 	prev, held := m.requests[name]
 	m.requests[name] = request
-	qosDue := !held || prev != request || !m.opts.Now().Before(m.qosAt.Add(QOSPeriod))
+	qosDue := !held || prev != request || !m.opts.Now().Before(m.qosAt.Add(m.opts.QOSPeriod))
 	m.mu.Unlock()
 	if qosDue {
 		m.updateQOS()
@@ -104,6 +108,25 @@ func (m *Manager) Forget(name string) {
 	m.mu.Unlock()
 	if had {
 		m.updateQOS()
+	}
+}
+
+// RunQOS rewrites the QoS tiers every Options.QOSPeriod until ctx ends, as the
+// kubelet's periodic UpdateCgroups: what a pod sync did not write (no pod
+// synced, or someone changed a tier) is put back within a period.
+func (m *Manager) RunQOS(ctx context.Context) {
+	if m.opts.QOS == nil {
+		return
+	}
+	t := time.NewTicker(m.opts.QOSPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.updateQOS()
+		}
 	}
 }
 

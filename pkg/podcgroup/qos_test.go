@@ -1,6 +1,7 @@
 package podcgroup
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -104,5 +105,30 @@ func TestManagerUpdatesQOSTiers(t *testing.T) {
 				t.Errorf("burstable = %q after the pod went, want %q", got, want)
 			}
 		})
+	}
+}
+
+// RunQOS puts a changed tier back within a period, with no pod syncing,
+// as the kubelet's periodic UpdateCgroups.
+func TestRunQOSRewritesTiers(t *testing.T) {
+	root := fakeV1(t)
+	m := NewManager(root, Options{QOS: &QOSCgroups{Kubepods: "/nodeagent/kubepods"}, QOSPeriod: 10 * time.Millisecond})
+	pod := podWith(nil, []v1.ResourceRequirements{res(list("300m", ""), nil)})
+	if err := m.Ensure(podName, pod); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "cpu/nodeagent/kubepods/burstable/cpu.shares")
+	write(t, path, "sentinel")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.RunQOS(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	want := strconv.FormatUint(MilliCPUToShares(300), 10)
+	deadline := time.Now().Add(30 * time.Second)
+	for read(t, path) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("burstable = %q, want %q put back", read(t, path), want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

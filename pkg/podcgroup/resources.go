@@ -42,6 +42,8 @@ type Options struct {
 	// HugePageSizes are the page sizes they leave unbounded.
 	QOS           *QOSCgroups
 	HugePageSizes []int64
+	// QOSPeriod is how often the tiers are rewritten; 0: QOSPeriod.
+	QOSPeriod time.Duration
 	Now           func() time.Time // nil: time.Now
 	Log           *slog.Logger     // nil: slog.Default()
 	// Observe, when set, receives the duration of each cgroup write, by

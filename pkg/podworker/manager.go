@@ -312,6 +312,13 @@ func (m *Manager) Run(ctx context.Context, pods <-chan []*v1.Pod, events <-chan 
 		defer m.wg.Done()
 		m.runContainerGC(ctx)
 	}()
+	if m.cgroups != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.cgroups.RunQOS(ctx)
+		}()
+	}
 	for {
 		select {
 		case <-ctx.Done():
