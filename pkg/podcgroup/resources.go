@@ -44,8 +44,8 @@ type Options struct {
 	HugePageSizes []int64
 	// QOSPeriod is how often the tiers are rewritten; 0: QOSPeriod.
 	QOSPeriod time.Duration
-	Now           func() time.Time // nil: time.Now
-	Log           *slog.Logger     // nil: slog.Default()
+	Now       func() time.Time // nil: time.Now
+	Log       *slog.Logger     // nil: slog.Default()
 	// Observe, when set, receives the duration of each cgroup write, by
 	// the kubelet's cgroup manager operation (OpCreate, OpUpdate,
 	// OpDestroy): kubelet_cgroup_manager_duration_seconds.
