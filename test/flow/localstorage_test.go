@@ -146,7 +146,7 @@ func TestNoLocalStorageCapacityIsolation(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		const msg = "Node didn't have enough resource: ephemeral-storage, requested: 1048576, used: 0, capacity: 0"
+		const msg = "Pod was rejected: Node didn't have enough resource: ephemeral-storage, requested: 1048576, used: 0, capacity: 0"
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfephemeral-storage" && p.Status.Message == msg,
 			fmt.Errorf("phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	})
