@@ -6,6 +6,7 @@
 #   make build                  build _output/bin/nodeagent (also upstream kubectl: `nodeagent kubectl`)
 #   make crictl                 build crictl into _output/bin (to look at pods the way users do)
 #   make realcluster            build the upstream control plane (k8s.io/kubernetes, etcd) for test/realcluster into _output/realcluster/bin, once
+#   make containerd2            build containerd 2 and runc (Go module proxy) for test/containerd2 into _output/containerd2/bin, once
 #   make kubectl                link _output/bin/kubectl to nodeagent (run as kubectl, it is kubectl)
 #   make containerd-test-start  start the "test" containerd instance (hack/containerd.sh)
 #   make containerd-test-stop   stop it
@@ -14,7 +15,7 @@ GO ?= go
 BIN := _output/bin
 CRICTL_VERSION := v1.37.0
 
-.PHONY: run test test-unit test-e2e bench lint setup build crictl kubectl realcluster containerd-test-start containerd-test-stop
+.PHONY: run test test-unit test-e2e bench lint setup build crictl kubectl realcluster containerd2 containerd-test-start containerd-test-stop
 
 run: setup build crictl kubectl
 	bash hack/run.sh
@@ -29,9 +30,11 @@ test-unit:
 	$(GO) test -race -count=1 ./pkg/... ./internal/... ./cmd/...
 
 # One package at a time: the end-to-end tests share the test containerd.
-# test/realcluster runs the upstream control plane: built first, outside the
-# test timeout (cached in _output/realcluster, so only the first run builds).
-test-e2e: realcluster
+# test/realcluster runs the upstream control plane and test/containerd2 runs
+# test/e2e's set on containerd 2: both built first, outside the test timeout
+# (cached in _output/realcluster and _output/containerd2, so only the first
+# run builds).
+test-e2e: realcluster containerd2
 	$(GO) test -p 1 -count=1 -timeout 40m ./test/...
 
 bench: setup
@@ -54,6 +57,10 @@ crictl:
 # The upstream control plane test/realcluster runs (hack/realcluster, a module of its own).
 realcluster:
 	GO=$(GO) bash hack/realcluster.sh build
+
+# containerd 2 and runc for hack/containerd.sh's instance containerd2 (test/containerd2).
+containerd2:
+	GO=$(GO) bash hack/containerd2.sh build
 
 kubectl: build
 	ln -sfn nodeagent $(BIN)/kubectl

@@ -15,6 +15,11 @@
 #         and /run/nodeagent-test, CNI network "nodeagent-test" on bridge natest0, 10.89.0.0/16;
 #   test2 the same as test with "test2" in the names, bridge natest1, 10.90.0.0/16: the
 #         second node of multi-node tests.
+#   containerd2
+#         the same as test with "containerd2" in the names, bridge natestc2, 10.91.0.0/16,
+#         but containerd 2 and runc built by hack/containerd2.sh (_output/containerd2/bin,
+#         built there if missing) with a version 3 config (the io.containerd.cri.v1.*
+#         plugins) and NRI off: the second runtime the end-to-end tests run on.
 #   node1 .. node9
 #         the nodes of multi-node networking tests: the same layout as test with "nodeN"
 #         in the names, but containerd runs in its own network namespace natest-nodeN,
@@ -40,7 +45,7 @@ PAUSE_IMAGE="localhost/nodeagent/pause:3.10"
 CNI_BIN_DIR=/usr/lib/cni
 
 usage() {
-	echo "usage: $0 {start|stop [--purge]|status} {main|test|test2|node1..node9}" >&2
+	echo "usage: $0 {start|stop [--purge]|status} {main|test|test2|containerd2|node1..node9}" >&2
 	exit 2
 }
 
@@ -75,9 +80,10 @@ main)
 	SUBNET=10.88.0.0/16
 	NETWORK=nodeagent
 	;;
-test | test2)
-	# test2 is a second node for multi-node tests: same layout, own names.
-	N=$([[ $INSTANCE == test ]] && echo 0 || echo 1)
+test | test2 | containerd2)
+	# test2 is a second node for multi-node tests, containerd2 the second runtime: same
+	# layout, own names.
+	case $INSTANCE in test) N=0 ;; test2) N=1 ;; containerd2) N=2 ;; esac
 	SOCK=/run/nodeagent-$INSTANCE/containerd.sock
 	CD_ROOT=/var/lib/nodeagent-$INSTANCE/containerd
 	CD_STATE=/run/nodeagent-$INSTANCE/state
@@ -88,7 +94,7 @@ test | test2)
 	DATA_DIR=/var/lib/nodeagent-$INSTANCE
 	RUN_DIR=/run/nodeagent-$INSTANCE
 	PIDFILE=$RUN_DIR/containerd.pid
-	BRIDGE=natest$N
+	BRIDGE=$([[ $INSTANCE == containerd2 ]] && echo natestc2 || echo "natest$N")
 	SUBNET=10.$((89 + N)).0.0/16
 	NETWORK=nodeagent-$INSTANCE
 	;;
@@ -122,6 +128,14 @@ IPAM_DIR=$DATA_DIR/cni/ipam
 RUNC_ROOT=$CD_STATE/runc
 CRUN_ROOT=$CD_STATE/crun
 CRUN=$(command -v crun || true)
+# The programs of the instance: Debian's containerd 1.6 with a version 2 config, or for
+# containerd2 those of hack/containerd2.sh with a version 3 config.
+CONTAINERD=containerd CTR=ctr RUNC=runc SHIM="" CONFIG_VERSION=2
+if [[ $INSTANCE == containerd2 ]]; then
+	C2_BIN=$ROOT/_output/containerd2/bin
+	CONTAINERD=$C2_BIN/containerd CTR=$C2_BIN/ctr RUNC=$C2_BIN/runc
+	SHIM=$C2_BIN/containerd-shim-runc-v2 CONFIG_VERSION=3
+fi
 
 # The node network: one host bridge for all node instances, the host's address on it is
 # every node's default gateway (and where a control plane on the host must listen).
@@ -141,7 +155,7 @@ IN_NS=()
 
 # answers: containerd's API answers on $SOCK.
 answers() {
-	[[ -S $SOCK ]] && timeout 5 ctr --address "$SOCK" version >/dev/null 2>&1
+	[[ -S $SOCK ]] && timeout 5 "$CTR" --address "$SOCK" version >/dev/null 2>&1
 }
 
 # cri_ready: the CRI RuntimeService/Version call succeeds (an empty VersionRequest is
@@ -155,11 +169,11 @@ cri_ready() {
 			-D - -o /dev/null http://localhost/runtime.v1.RuntimeService/Version 2>/dev/null) || return 1
 		grep -qi '^grpc-status: *0' <<<"$out"
 	else
-		timeout 5 ctr --address "$SOCK" plugins ls 2>/dev/null | grep -Eq 'io\.containerd\.grpc\.v1 +cri +.* ok'
+		timeout 5 "$CTR" --address "$SOCK" plugins ls 2>/dev/null | grep -Eq 'io\.containerd\.grpc\.v1 +cri +.* ok'
 	fi
 }
 
-# our_pid: prints the pid from $PIDFILE if that process is a containerd using $CONFIG.
+# our_pid: prints the pid from $PIDFILE if that process is $CONTAINERD using $CONFIG.
 our_pid() {
 	local pid
 	[[ -f $PIDFILE ]] || return 1
@@ -168,7 +182,7 @@ our_pid() {
 	[[ -r /proc/$pid/cmdline ]] || return 1
 	local cmd
 	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-	[[ $cmd == containerd\ --config\ "$CONFIG"* ]] || return 1
+	[[ $cmd == "$CONTAINERD --config $CONFIG"* ]] || return 1
 	echo "$pid"
 }
 
@@ -193,19 +207,23 @@ choose_snapshotter() {
 	fi
 }
 
-# crun_runtime: the CRI runtime handler "crun" (a RuntimeClass's handler: crun through the
-# same runc v2 shim, its state under its own root), or nothing when crun is not installed.
+# crun_runtime TABLE: the CRI runtime handler "crun" (a RuntimeClass's handler: crun through
+# the same runc v2 shim, its state under its own root) under the runtimes of TABLE (the CRI
+# plugin's "containerd" table, named as the config version names it), or nothing when crun
+# is not installed.
 crun_runtime() {
+	local table="plugins.$1.runtimes.crun" shim=""
 	if [[ -z $CRUN ]]; then
 		log "warning: crun is not installed (run hack/setup.sh): no runtime handler \"crun\"" >&2
 		return
 	fi
+	[[ -z $SHIM ]] || shim=$'\n'"        runtime_path = \"$SHIM\""
 	cat <<EOF
 
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
-        runtime_type = "io.containerd.runc.v2"
+      [$table]
+        runtime_type = "io.containerd.runc.v2"$shim
 
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
+        [$table.options]
           BinaryName = "$CRUN"
           SystemdCgroup = false
           Root = "$CRUN_ROOT"
@@ -232,10 +250,10 @@ free_cgroup2_controllers() {
 	done
 }
 
-render_config() {
-	local snapshotter=$1
-	mkdir -p "$CONF_DIR" "$CERTS_DIR" "$CNI_CONF_DIR" "$IPAM_DIR" "$DATA_DIR" "$RUN_DIR" "$CD_ROOT" "$CD_STATE"
-	cat >"$CONFIG.tmp" <<EOF
+# config_v2 SNAPSHOTTER: containerd 1.6's configuration (version 2, the CRI plugin
+# io.containerd.grpc.v1.cri).
+config_v2() {
+	cat <<EOF
 # Written by hack/containerd.sh ($INSTANCE); rewritten on every start.
 version = 2
 root = "$CD_ROOT"
@@ -249,19 +267,7 @@ disabled_plugins = [
   "io.containerd.tracing.processor.v1.otlp",
   "io.containerd.internal.v1.tracing",
 ]
-
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$SOCK.ttrpc"
-
-[debug]
-  address = ""
-  level = "info"
-
-[metrics]
-  address = ""
+$(config_servers)
 
 [plugins]
   [plugins."io.containerd.internal.v1.opt"]
@@ -282,7 +288,7 @@ disabled_plugins = [
       max_conf_num = 1
 
     [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "$snapshotter"
+      snapshotter = "$1"
       default_runtime_name = "runc"
 
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -291,11 +297,97 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "$RUNC_ROOT"
-$(crun_runtime)
+$(crun_runtime '"io.containerd.grpc.v1.cri".containerd')
 
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = "$CERTS_DIR"
 EOF
+}
+
+# config_v3 SNAPSHOTTER: containerd 2's configuration (version 3: the CRI plugin split
+# into io.containerd.cri.v1.images, io.containerd.cri.v1.runtime and, for the streaming
+# server, io.containerd.grpc.v1.cri), with the same choices as config_v2. NRI is off: its
+# socket (/var/run/nri/nri.sock) would be shared with every other containerd 2, and the
+# agent does not use it. The tracing, btrfs, devmapper and zfs plugins are not built in.
+config_v3() {
+	cat <<EOF
+# Written by hack/containerd.sh ($INSTANCE); rewritten on every start.
+version = 3
+root = "$CD_ROOT"
+state = "$CD_STATE"
+oom_score = 0
+$(config_servers)
+
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "$CD_ROOT/opt"
+
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "$1"
+
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$PAUSE_IMAGE"
+
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "$CERTS_DIR"
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    # This VM refuses a negative oom_score_adj; without this every RunPodSandbox fails.
+    restrict_oom_score_adj = true
+    # Keep pod network namespaces under this instance's state dir.
+    netns_mounts_under_state_dir = true
+
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["$CNI_BIN_DIR"]
+      conf_dir = "$CNI_CONF_DIR"
+      max_conf_num = 1
+
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        # This instance's shim, not the one on PATH (containerd 1.6's).
+        runtime_path = "$SHIM"
+
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = "$RUNC"
+          SystemdCgroup = false
+          Root = "$RUNC_ROOT"
+$(crun_runtime "'io.containerd.cri.v1.runtime'.containerd")
+
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+EOF
+}
+
+# config_servers: the API sockets of the instance (the same keys in versions 2 and 3).
+config_servers() {
+	cat <<EOF
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$SOCK.ttrpc"
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+EOF
+}
+
+render_config() {
+	local snapshotter=$1
+	mkdir -p "$CONF_DIR" "$CERTS_DIR" "$CNI_CONF_DIR" "$IPAM_DIR" "$DATA_DIR" "$RUN_DIR" "$CD_ROOT" "$CD_STATE"
+	"config_v$CONFIG_VERSION" "$snapshotter" >"$CONFIG.tmp"
 	mv "$CONFIG.tmp" "$CONFIG"
 
 	if [[ -z $NETWORK ]]; then
@@ -344,7 +436,7 @@ import_images() {
 			log "warning: $f missing (run hack/setup.sh); not imported"
 			continue
 		fi
-		timeout 120 ctr --address "$SOCK" -n k8s.io images import --snapshotter "$snapshotter" "$f" >/dev/null ||
+		timeout 120 "$CTR" --address "$SOCK" -n k8s.io images import --snapshotter "$snapshotter" "$f" >/dev/null ||
 			die "importing $f failed"
 		n=$((n + 1))
 	done
@@ -469,6 +561,16 @@ node_info() {
 	fi
 }
 
+# ensure_containerd: the instance's containerd is there; containerd2's is built (once: a
+# no-op while the build is current).
+ensure_containerd() {
+	if [[ $INSTANCE == containerd2 ]]; then
+		GO="${GO:-go}" bash "$ROOT/hack/containerd2.sh" build || die "building containerd 2 failed"
+		return
+	fi
+	command -v containerd >/dev/null || die "containerd is not installed (run hack/setup.sh)"
+}
+
 start() {
 	if [[ -n $NETNS ]]; then
 		local running
@@ -489,7 +591,7 @@ start() {
 		node_info
 		return
 	fi
-	command -v containerd >/dev/null || die "containerd is not installed (run hack/setup.sh)"
+	ensure_containerd
 	[[ -x $CNI_BIN_DIR/bridge ]] || die "CNI plugins missing in $CNI_BIN_DIR (run hack/setup.sh)"
 
 	local pid t0 snapshotter
@@ -503,8 +605,8 @@ start() {
 		# setsid: own session, so it outlives this script and its terminal.
 		# shellcheck disable=SC2016 # expanded by the inner bash
 		# IN_NS: a node's containerd (and so its CNI plugins and pods) lives in its namespace.
-		setsid -f "${IN_NS[@]}" bash -c 'echo $$ >"$1"; exec containerd --config "$2" >>"$3" 2>&1 </dev/null' \
-			_ "$PIDFILE" "$CONFIG" "$LOG"
+		setsid -f "${IN_NS[@]}" bash -c 'echo $$ >"$1"; exec "$4" --config "$2" >>"$3" 2>&1 </dev/null' \
+			_ "$PIDFILE" "$CONFIG" "$LOG" "$CONTAINERD"
 		local i
 		for ((i = 0; i < 50; i++)); do
 			pid=$(our_pid) && break
@@ -536,7 +638,7 @@ start() {
 # kill_containers: kills every container in this instance's runc and crun roots (the
 # pause and workload processes), so that nothing of the instance survives its shims.
 kill_containers() {
-	kill_runtime_containers runc "$RUNC_ROOT"
+	kill_runtime_containers "$RUNC" "$RUNC_ROOT"
 	[[ -z $CRUN ]] || kill_runtime_containers "$CRUN" "$CRUN_ROOT"
 }
 

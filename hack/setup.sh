@@ -24,7 +24,9 @@ fi
 # curl: hack/containerd.sh asks the CRI Version call over the socket with it (HTTP/2).
 # systemd: only for systemd-analyze, which checks deploy/nodeagent.service in the tests.
 # crun: a second OCI runtime, hack/containerd.sh's runtime handler "crun" (RuntimeClass).
-PACKAGES=(containerd runc crun containernetworking-plugins iptables nftables busybox-static gcc libc6-dev curl systemd)
+# libseccomp-dev, pkg-config: hack/containerd2.sh builds runc with seccomp (cgo).
+PACKAGES=(containerd runc crun containernetworking-plugins iptables nftables busybox-static gcc libc6-dev curl systemd
+	libseccomp-dev pkg-config)
 missing=()
 for p in "${PACKAGES[@]}"; do
 	if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" != "installed" ]]; then
