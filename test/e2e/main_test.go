@@ -1,7 +1,7 @@
 // Package e2e runs the agent on the real containerd, runc and CNI plugins
-// (the dedicated "test" containerd instance) and checks what a user sees:
-// pod status through the read-only API, containers through the CRI, logs
-// on disk.
+// (the dedicated "test" containerd instance, or the one NODEAGENT_E2E_RUNTIME
+// names: framework.InstanceFromEnv) and checks what a user sees: pod status
+// through the read-only API, containers through the CRI, logs on disk.
 package e2e
 
 import (
@@ -19,8 +19,10 @@ import (
 
 var (
 	agentBin string
-	cri      *nart.Client
-	reg      *framework.Registry
+	// ctrd is the containerd instance the tests run on.
+	ctrd framework.Instance
+	cri  *nart.Client
+	reg  *framework.Registry
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +34,12 @@ func run(m *testing.M) int {
 		fmt.Println("e2e: skipped, needs root (containerd, runc, CNI)")
 		return 0
 	}
-	stop, err := framework.StartContainerd()
+	var err error
+	if ctrd, err = framework.InstanceFromEnv(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	stop, err := ctrd.Start()
 	if err != nil {
 		fmt.Println(err)
 		return 1
@@ -52,13 +59,13 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
-	if cri, err = framework.DialCRI(); err != nil {
+	if cri, err = ctrd.Dial(); err != nil {
 		fmt.Println(err)
 		return 1
 	}
 	defer cri.Close()
-	// A run that was killed may have left pods on the test instance.
-	if err := framework.SweepSandboxes(cri); err != nil {
+	// A run that was killed may have left pods on the instance.
+	if err := ctrd.Sweep(cri); err != nil {
 		fmt.Println(err)
 		return 1
 	}
@@ -84,7 +91,7 @@ func newAgentWith(t *testing.T, extraConfig string) *framework.Agent {
 // newAgentArgs is newAgentWith with extra agent flags.
 func newAgentArgs(t *testing.T, extraConfig string, args ...string) *framework.Agent {
 	t.Helper()
-	a, err := framework.NewAgent(agentBin, t.TempDir())
+	a, err := framework.NewAgentOn(agentBin, t.TempDir(), ctrd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +145,10 @@ func waitRuntimeEmpty(t *testing.T, timeout time.Duration) {
 	t.Errorf("runtime still holds sandboxes %s after the pods were removed", timeout)
 }
 
-// sweepRuntime removes sandboxes left behind (the test instance belongs to
-// the tests alone), so a failed test does not disturb the next.
+// sweepRuntime removes sandboxes left behind (the instance belongs to the
+// tests alone), so a failed test does not disturb the next.
 func sweepRuntime(t *testing.T) {
-	if err := framework.SweepSandboxes(cri); err != nil {
+	if err := ctrd.Sweep(cri); err != nil {
 		t.Error(err)
 	}
 }

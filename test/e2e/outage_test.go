@@ -17,13 +17,13 @@ func TestRuntimeOutageIsSurvived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.KillContainerdDaemon(); err != nil {
+	if err := ctrd.KillDaemon(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := false
 	defer func() {
 		if !restarted {
-			if err := framework.RestartContainerd(); err != nil {
+			if err := ctrd.Restart(); err != nil {
 				t.Error(err)
 			}
 		}
@@ -38,7 +38,7 @@ func TestRuntimeOutageIsSurvived(t *testing.T) {
 	if err := a.WaitLog("read pod status from runtime", podTimeout); err != nil {
 		t.Error(err)
 	}
-	if err := framework.RestartContainerd(); err != nil {
+	if err := ctrd.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true

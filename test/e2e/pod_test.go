@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,8 +104,8 @@ spec:
 	if p.Name != "web-"+a.NodeName || p.Spec.NodeName != a.NodeName {
 		t.Errorf("static pod name/node = %s/%s, want web-%s on %s", p.Name, p.Spec.NodeName, a.NodeName, a.NodeName)
 	}
-	if p.Status.PodIP == "" || !strings.HasPrefix(p.Status.PodIP, "10.89.") {
-		t.Errorf("podIP = %q, want an address of the test CNI network 10.89.0.0/16", p.Status.PodIP)
+	if _, subnet, _ := net.ParseCIDR(ctrd.PodSubnet); p.Status.PodIP == "" || !subnet.Contains(net.ParseIP(p.Status.PodIP)) {
+		t.Errorf("podIP = %q, want an address of the instance's CNI network %s", p.Status.PodIP, ctrd.PodSubnet)
 	}
 	for _, c := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady, v1.PodInitialized, v1.PodScheduled, v1.PodReadyToStartContainers} {
 		if !hasCondition(p, c, v1.ConditionTrue) {

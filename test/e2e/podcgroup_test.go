@@ -87,7 +87,7 @@ spec:
 			t.Errorf("%s: qosClass %s, want %s", tc.pod, p.Status.QOSClass, tc.qos)
 		}
 		parent := sandboxCgroupParent(t, string(p.UID))
-		if want := framework.CgroupRoot + tc.qosPath + string(p.UID); parent != want {
+		if want := ctrd.CgroupRoot + tc.qosPath + string(p.UID); parent != want {
 			t.Errorf("%s: sandbox cgroup parent %q, want %q", tc.pod, parent, want)
 		}
 		for file, want := range map[string]string{
@@ -196,17 +196,17 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parent := sandboxCgroupParent(t, string(p.UID)); parent != framework.CgroupRoot {
-		t.Errorf("sandbox cgroup parent %q, want %q", parent, framework.CgroupRoot)
+	if parent := sandboxCgroupParent(t, string(p.UID)); parent != ctrd.CgroupRoot {
+		t.Errorf("sandbox cgroup parent %q, want %q", parent, ctrd.CgroupRoot)
 	}
-	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + framework.CgroupRoot + "/kubepods/*pod" + string(p.UID))
-	more, _ := filepath.Glob("/sys/fs/cgroup/*" + framework.CgroupRoot + "/kubepods/*/pod" + string(p.UID))
+	pods, _ := filepath.Glob("/sys/fs/cgroup/*" + ctrd.CgroupRoot + "/kubepods/*pod" + string(p.UID))
+	more, _ := filepath.Glob("/sys/fs/cgroup/*" + ctrd.CgroupRoot + "/kubepods/*/pod" + string(p.UID))
 	if len(pods)+len(more) > 0 {
 		t.Errorf("pod cgroups made with cgroupsPerQOS off: %v", append(pods, more...))
 	}
 	got := waitLog(t, a, p, "c", 0, "memcg=")
 	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	if want := "memcg=" + framework.CgroupRoot + "/" + id; got != want {
+	if want := "memcg=" + ctrd.CgroupRoot + "/" + id; got != want {
 		t.Errorf("container's memory cgroup %q, want %q", got, want)
 	}
 	if err := a.RemoveManifest("flat.yaml"); err != nil {
@@ -216,7 +216,7 @@ spec:
 		t.Fatal(err)
 	}
 	waitRuntimeEmpty(t, podTimeout)
-	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", framework.CgroupRoot)); err != nil {
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", ctrd.CgroupRoot)); err != nil {
 		t.Errorf("the cgroup root went with the pod: %v", err)
 	}
 }

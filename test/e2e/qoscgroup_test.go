@@ -20,7 +20,7 @@ import (
 // requests as they come and go.
 func TestQOSCgroups(t *testing.T) {
 	a := newAgentWith(t, "systemReserved: {memory: 128Mi}\nkubeReserved: {memory: 256Mi, pid: \"100\"}")
-	kubepods := framework.CgroupRoot + "/kubepods"
+	kubepods := ctrd.CgroupRoot + "/kubepods"
 	memTotal := hostMemTotal(t)
 	page := int64(os.Getpagesize())
 	wantMem := (memTotal - 384<<20) / page * page // the kernel rounds limits down to pages

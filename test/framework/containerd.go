@@ -29,14 +29,43 @@ type Instance struct {
 	// (main, test, test2). See NodeInstance.
 	NetNS  string
 	NodeIP string
+	// PodSubnet is the subnet of the CNI network hack/containerd.sh gives
+	// the instance's pods; empty for the node instances, whose agent writes
+	// the network from its Node's pod CIDR.
+	PodSubnet string
 }
 
 // TestInstance is the "test" instance every end-to-end test uses;
-// Test2Instance is the second node of multi-node tests.
+// Test2Instance is the second node of multi-node tests; Containerd2Instance
+// runs containerd 2 (hack/containerd2.sh) for the end-to-end tests that
+// NODEAGENT_E2E_RUNTIME=containerd2 selects (InstanceFromEnv), with a
+// cgroup root of its own so that it can run beside the test instance.
 var (
-	TestInstance  = Instance{Name: "test", Socket: TestSocket, CgroupRoot: CgroupRoot}
-	Test2Instance = Instance{Name: "test2", Socket: "/run/nodeagent-test2/containerd.sock", CgroupRoot: "/nodeagent-e2e2"}
+	TestInstance = Instance{Name: "test", Socket: TestSocket, CgroupRoot: CgroupRoot,
+		PodSubnet: "10.89.0.0/16"}
+	Test2Instance = Instance{Name: "test2", Socket: "/run/nodeagent-test2/containerd.sock",
+		CgroupRoot: "/nodeagent-e2e2", PodSubnet: "10.90.0.0/16"}
+	Containerd2Instance = Instance{Name: "containerd2", Socket: "/run/nodeagent-containerd2/containerd.sock",
+		CgroupRoot: "/nodeagent-e2e-c2", PodSubnet: "10.91.0.0/16"}
 )
+
+// RuntimeEnv is the environment variable that chooses the instance the
+// end-to-end tests run on: unset (or "test") for the test instance
+// (Debian's containerd 1.6), "containerd2" for Containerd2Instance.
+const RuntimeEnv = "NODEAGENT_E2E_RUNTIME"
+
+// InstanceFromEnv is the instance RuntimeEnv chooses; any other value is
+// an error, not a silent fall back to the default.
+func InstanceFromEnv() (Instance, error) {
+	switch v := os.Getenv(RuntimeEnv); v {
+	case "", TestInstance.Name:
+		return TestInstance, nil
+	case Containerd2Instance.Name:
+		return Containerd2Instance, nil
+	default:
+		return Instance{}, fmt.Errorf("%s=%q: want %q, %q or unset", RuntimeEnv, v, Containerd2Instance.Name, TestInstance.Name)
+	}
+}
 
 // TestSocket is the CRI socket of the "test" containerd instance.
 const TestSocket = "/run/nodeagent-test/containerd.sock"
@@ -159,38 +188,44 @@ func (i Instance) Sweep(cri *nart.Client) error {
 	return errors.Join(errs...)
 }
 
-// testPidFile is where hack/containerd.sh keeps the test daemon's pid.
-const testPidFile = "/run/nodeagent-test/containerd.pid"
-
 // KillContainerdDaemon stops only the test instance's containerd process,
 // as a crash would: the shims, and so the containers, keep running.
-func KillContainerdDaemon() error {
-	b, err := os.ReadFile(testPidFile)
+func KillContainerdDaemon() error { return TestInstance.KillDaemon() }
+
+// KillDaemon is KillContainerdDaemon for the instance: its pid is in the
+// file hack/containerd.sh keeps beside the socket (for every instance but
+// main).
+func (i Instance) KillDaemon() error {
+	pidFile := filepath.Join(filepath.Dir(i.Socket), "containerd.pid")
+	b, err := os.ReadFile(pidFile)
 	if err != nil {
-		return fmt.Errorf("test containerd pid: %w", err)
+		return fmt.Errorf("%s containerd pid: %w", i.Name, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
-		return fmt.Errorf("test containerd pid %q: %w", b, err)
+		return fmt.Errorf("%s containerd pid %q: %w", i.Name, b, err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill test containerd: %w", err)
+		return fmt.Errorf("kill %s containerd: %w", i.Name, err)
 	}
-	for i := 0; i < 100; i++ {
+	for range 100 {
 		if syscall.Kill(pid, 0) != nil {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("test containerd (pid %d) did not exit", pid)
+	return fmt.Errorf("%s containerd (pid %d) did not exit", i.Name, pid)
 }
 
 // RestartContainerd starts the test instance again after
 // KillContainerdDaemon.
-func RestartContainerd() error {
+func RestartContainerd() error { return TestInstance.Restart() }
+
+// Restart starts the instance again after KillDaemon.
+func (i Instance) Restart() error {
 	script := filepath.Join(RepoRoot(), "hack", "containerd.sh")
-	if out, err := exec.Command("bash", script, "start", "test").CombinedOutput(); err != nil {
-		return fmt.Errorf("restart test containerd: %v\n%s", err, out)
+	if out, err := exec.Command("bash", script, "start", i.Name).CombinedOutput(); err != nil {
+		return fmt.Errorf("restart %s containerd: %v\n%s", i.Name, err, out)
 	}
 	return nil
 }

@@ -5,5 +5,7 @@
 // reads pods back through the agent's read-only API and the CRI. For
 // multi-node networking tests, NodeInstance gives containerd instances in
 // network namespaces of their own on a host bridge; an agent on one runs in
-// that namespace with the node's IP.
+// that namespace with the node's IP. InstanceFromEnv gives the instance
+// NODEAGENT_E2E_RUNTIME names: the test instance, or Containerd2Instance
+// (containerd 2, built by hack/containerd2.sh).
 package framework
