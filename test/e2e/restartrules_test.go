@@ -89,18 +89,11 @@ func TestContainerRestartRules(t *testing.T) {
 // fails with the kubelet's error, as an event, and the pod stays Pending
 // with nothing created in the runtime.
 func TestHostUsersFalseRefused(t *testing.T) {
+	if userNamespacesSupported(t) {
+		t.Skip("the runtime supports user namespaces: TestHostUsersFalse runs the pod")
+	}
 	a := newAgent(t)
-	if err := a.WriteManifest("userns.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: userns}
-spec:
-  hostUsers: false
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: c
-    image: `+framework.BusyboxImage+`
-    command: ["sleep", "3600"]
-`); err != nil {
+	if err := a.WriteManifest("userns.yaml", usernsPod); err != nil {
 		t.Fatal(err)
 	}
 	waitNoSandbox(t, a, "userns", "reason=FailedCreatePodSandBox message=\"Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces\"")
@@ -110,20 +103,11 @@ spec:
 // runtime (containerd 1.6) does not announce support, with the kubelet's
 // reason and message; Merge runs, with no container user reported.
 func TestSupplementalGroupsPolicyStrictRefused(t *testing.T) {
-	a := newAgent(t)
-	pod := func(name, policy string) string {
-		return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s}
-spec:
-  terminationGracePeriodSeconds: 2
-  securityContext: {supplementalGroupsPolicy: %s, supplementalGroups: [1234]}
-  containers:
-  - name: c
-    image: %s
-    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
-`, name, policy, framework.BusyboxImage)
+	if runtimeFeatures(t).SupplementalGroupsPolicy {
+		t.Skip("the runtime supports supplementalGroupsPolicy: TestSupplementalGroupsPolicyStrict runs the pods")
 	}
+	a := newAgent(t)
+	pod := func(name, policy string) string { return groupsPod(name, policy, framework.BusyboxImage) }
 	if err := a.WriteManifest("strict.yaml", pod("strict", "Strict")); err != nil {
 		t.Fatal(err)
 	}
@@ -156,19 +140,11 @@ spec:
 // container's creation, which the pod shows (CreateContainerError) instead
 // of waiting for a volume that never comes.
 func TestImageVolumeOnOldRuntime(t *testing.T) {
+	if ok, rt := imageVolumesRuntime(t); ok {
+		t.Skipf("%s mounts image volumes: TestImageVolume runs the pod", rt)
+	}
 	a := newAgent(t)
-	if err := a.WriteManifest("imgvol.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: imgvol}
-spec:
-  terminationGracePeriodSeconds: 2
-  volumes: [{name: img, image: {reference: "`+framework.BusyboxImage+`", pullPolicy: IfNotPresent}}]
-  containers:
-  - name: c
-    image: `+framework.BusyboxImage+`
-    command: ["sleep", "3600"]
-    volumeMounts: [{name: img, mountPath: /img}]
-`); err != nil {
+	if err := a.WriteManifest("imgvol.yaml", imageVolumePod(framework.BusyboxImage, "{name: img, mountPath: /img}")); err != nil {
 		t.Fatal(err)
 	}
 	p, err := a.WaitPod("imgvol", podTimeout, func(p *v1.Pod) bool {
