@@ -18,7 +18,8 @@ import (
 	"github.com/nodeagent/nodeagent/pkg/stats"
 )
 
-// Period is the kubelet's ImageGCPeriod.
+// Period is the kubelet's ImageGCPeriod, a constant upstream: the
+// default of Config.Period, which only tests shorten.
 const Period = 5 * time.Minute
 
 // callTimeout bounds one collection's CRI calls together (each call also
@@ -61,8 +62,10 @@ type Config struct {
 	Recorder     record.EventRecorder // nil: no events
 	Metrics      Metrics              // nil: not counted
 	NodeName     string
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Period is how often Run collects (0: Period, the kubelet's).
+	Period time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Manager is the kubelet's image GC manager. Safe for concurrent use.
@@ -92,6 +95,11 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("invalid LowThresholdPercent %d, must be in range [0-100]", p.LowThresholdPercent)
 	case p.LowThresholdPercent > p.HighThresholdPercent:
 		return nil, fmt.Errorf("LowThresholdPercent %d can not be higher than HighThresholdPercent %d", p.LowThresholdPercent, p.HighThresholdPercent)
+	case cfg.Period < 0:
+		return nil, fmt.Errorf("imagegc: Period must not be negative, got %s", cfg.Period)
+	}
+	if cfg.Period == 0 {
+		cfg.Period = Period
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -108,15 +116,15 @@ func New(cfg Config) (*Manager, error) {
 // threshold of 100 and no maximum age.
 func (p Policy) Disabled() bool { return p.HighThresholdPercent == 100 && p.MaxAge == 0 }
 
-// Run collects now and then every Period until ctx ends. As the kubelet, a failure is
-// an ImageGCFailed event only when the previous collection failed too (the
-// first may come before the stats are ready).
+// Run collects now and then every cfg.Period until ctx ends. As the
+// kubelet, a failure is an ImageGCFailed event only when the previous
+// collection failed too (the first may come before the stats are ready).
 func (m *Manager) Run(ctx context.Context) {
 	if m.cfg.Policy.Disabled() {
 		m.log.Info("imageGCHighThresholdPercent is 100 and imageMaximumGCAge is 0: image garbage collection is off")
 		return
 	}
-	t := time.NewTicker(Period)
+	t := time.NewTicker(m.cfg.Period)
 	defer t.Stop()
 	failed := false
 	for {
@@ -207,18 +215,20 @@ func ShortfallMessage(usagePercent int, capacity, freed int64) string {
 		usagePercent, formatSize(capacity), freed)
 }
 
-// formatSize writes a byte count in binary units with one decimal.
+// formatSize writes a byte count as upstream's formatSize: bytes below a
+// KiB, else KiB, MiB, GiB or TiB (the largest unit, however many) with one
+// decimal.
 func formatSize(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
 	}
 	div, exp := int64(unit), 0
-	for q := n / unit; q >= unit && exp < 5; q /= unit {
+	for q := n / unit; q >= unit && exp < 3; q /= unit {
 		div *= unit
 		exp++
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
 }
 
 // remove removes the images in order, going on past errors, and returns

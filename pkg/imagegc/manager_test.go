@@ -187,3 +187,51 @@ func TestSandboxImage(t *testing.T) {
 type statusFunc func() *criv1.StatusResponse
 
 func (f statusFunc) Status(context.Context, bool) (*criv1.StatusResponse, error) { return f(), nil }
+
+func TestNewPeriod(t *testing.T) {
+	cri := &fakeCRI{}
+	m, err := New(Config{Policy: policy, Images: cri, Containers: cri, NodeName: "n"})
+	if err != nil || m.cfg.Period != Period {
+		t.Errorf("New without a period = %v, period %s; want the kubelet's %s", err, m.cfg.Period, Period)
+	}
+	if _, err := New(Config{Policy: policy, Images: cri, Containers: cri, NodeName: "n", Period: -time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "Period must not be negative") {
+		t.Errorf("New with a negative period = %v", err)
+	}
+}
+
+// listSignal is a fakeCRI that says on lists when ListImages runs.
+type listSignal struct {
+	*fakeCRI
+	lists chan struct{}
+}
+
+func (l listSignal) ListImages(ctx context.Context, f *criv1.ImageFilter) ([]*criv1.Image, error) {
+	l.lists <- struct{}{}
+	return l.fakeCRI.ListImages(ctx, f)
+}
+
+// TestRunEveryPeriod: Run collects at once and then every Config.Period
+// (the kubelet's fixed 5 minutes would never come round in a test).
+func TestRunEveryPeriod(t *testing.T) {
+	cri := listSignal{fakeCRI: &fakeCRI{images: map[string]*criv1.Image{}}, lists: make(chan struct{})}
+	m, err := New(Config{Policy: policy, Images: cri, Containers: cri, NodeName: "n", Period: time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	for range 3 {
+		<-cri.lists
+	}
+	cancel()
+	for {
+		select {
+		case <-cri.lists: // a collection that began before the cancel
+		case <-done:
+			return
+		}
+	}
+}

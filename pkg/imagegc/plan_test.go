@@ -122,6 +122,12 @@ func TestShortfallMessage(t *testing.T) {
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
+	// Upstream's formatSize: TiB is its largest unit.
+	for n, want := range map[int64]string{1023: "1023 B", 1536: "1.5 KiB", 256 << 20: "256.0 MiB", 3 << 40: "3.0 TiB", 2 << 50: "2048.0 TiB"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
 	if !strings.Contains(ComputePlan(nil, usageAt(90), t0, t0, policy).String(), "toFree=100") {
 		t.Error("plan string lacks the amount to free")
 	}
