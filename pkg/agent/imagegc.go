@@ -32,7 +32,7 @@ func newImageGC(ctx context.Context, o Options, p parts) (*imagegc.Manager, erro
 			MinAge: cfg.ImageMinimumGCAge.Duration, MaxAge: cfg.ImageMaximumGCAge.Duration,
 		},
 		Images: p.rt, Containers: p.rt, FsStats: fs, SandboxImage: sandbox,
-		Metrics: p.metrics, NodeName: p.nodeName, Logger: p.log,
+		Metrics: p.metrics, NodeName: p.nodeName, Period: o.Flags.ImageGCPeriod, Logger: p.log,
 	}
 	if p.api != nil {
 		gc.Recorder = p.api.Events()

@@ -2,6 +2,8 @@ package agentconfig
 
 import (
 	"time"
+
+	"github.com/nodeagent/nodeagent/pkg/imagegc"
 )
 
 // Default values (see Config for the fields they belong to).
@@ -58,7 +60,8 @@ func Default() *Config {
 
 // DefaultFlags returns Flags with their defaults.
 func DefaultFlags() *Flags {
-	return &Flags{RootDir: DefaultRootDir, CNIConfDir: DefaultCNIConfDir, CNIBinDirs: DefaultCNIBinDirs}
+	return &Flags{RootDir: DefaultRootDir, CNIConfDir: DefaultCNIConfDir, CNIBinDirs: DefaultCNIBinDirs,
+		ImageGCPeriod: imagegc.Period}
 }
 
 // The CNI directories' defaults: the usual conf_dir, and the usual

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/pflag"
+
+	"github.com/nodeagent/nodeagent/pkg/imagegc"
 )
 
 // AddFlags registers the kubelet-named flags bound to c's fields, using c's
@@ -123,6 +125,13 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	// Not a kubelet flag: the kubelet's container GC period is a constant.
 	fs.DurationVar(&f.ContainerGCPeriod, "container-gc-period", f.ContainerGCPeriod, "How often dead containers and sandboxes are collected (0: the kubelet's minute). For tests.")
 	_ = fs.MarkHidden("container-gc-period")
+	// Not a kubelet flag either: the kubelet's image GC period is a
+	// constant too. For tests, which cannot wait five minutes a collection.
+	if f.ImageGCPeriod == 0 {
+		f.ImageGCPeriod = imagegc.Period
+	}
+	fs.DurationVar(&f.ImageGCPeriod, "image-gc-period", f.ImageGCPeriod, "How often unused images are collected (the kubelet's 5m). For tests.")
+	_ = fs.MarkHidden("image-gc-period")
 }
 
 // Validate checks the flag-only settings.
@@ -146,6 +155,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.NetworkPlugin != "" && f.NetworkPlugin != NetworkPluginKubenet {
 		return fmt.Errorf("--network-plugin: %q is not supported (only %q, or empty)", f.NetworkPlugin, NetworkPluginKubenet)
+	}
+	if f.ImageGCPeriod <= 0 {
+		return fmt.Errorf("--image-gc-period: must be greater than 0, got %s", f.ImageGCPeriod)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/nodeagent/nodeagent/pkg/imagegc"
 )
 
 func resolve(t *testing.T, args ...string) (*Config, *Flags) {
@@ -101,10 +103,11 @@ func TestResolveFlagOnlySettings(t *testing.T) {
 		t.Errorf("default flags = %+v", fl)
 	}
 	_, fl = resolve(t, "--root-dir=/r", "--hostname-override=n1", "--node-ip=10.1.1.1", "--kubeconfig=/k", "--node-labels=zone=a,tier=web",
-		"--network-plugin=kubenet", "--cni-conf-dir=/c", "--cni-bin-dir=/b1,/b2", "--network-plugin-mtu=1400")
+		"--network-plugin=kubenet", "--cni-conf-dir=/c", "--cni-bin-dir=/b1,/b2", "--network-plugin-mtu=1400", "--image-gc-period=2s")
 	want := Flags{RootDir: "/r", HostnameOverride: "n1", NodeIP: "10.1.1.1", Kubeconfig: "/k",
 		NodeLabels:    map[string]string{"zone": "a", "tier": "web"},
-		NetworkPlugin: "kubenet", CNIConfDir: "/c", CNIBinDirs: []string{"/b1", "/b2"}, NetworkPluginMTU: 1400}
+		NetworkPlugin: "kubenet", CNIConfDir: "/c", CNIBinDirs: []string{"/b1", "/b2"}, NetworkPluginMTU: 1400,
+		ImageGCPeriod: 2 * time.Second}
 	if !reflect.DeepEqual(*fl, want) {
 		t.Errorf("flags = %+v, want %+v", *fl, want)
 	}
@@ -116,6 +119,26 @@ func TestResolveFlagOnlySettings(t *testing.T) {
 	}
 	if err := (&Flags{RootDir: "/r", NetworkPlugin: "cni"}).Validate(); err == nil || !strings.Contains(err.Error(), `--network-plugin: "cni" is not supported`) {
 		t.Errorf("unknown network plugin: err = %v", err)
+	}
+	for _, period := range []time.Duration{0, -time.Minute} {
+		_, fl = resolve(t, "--image-gc-period="+period.String())
+		if err := fl.Validate(); err == nil || err.Error() != "--image-gc-period: must be greater than 0, got "+period.String() {
+			t.Errorf("--image-gc-period=%s: err = %v", period, err)
+		}
+	}
+}
+
+// TestImageGCPeriodFlag: the kubelet's period by default, and hidden from
+// --help (the kubelet has no such flag).
+func TestImageGCPeriodFlag(t *testing.T) {
+	if DefaultFlags().ImageGCPeriod != imagegc.Period {
+		t.Errorf("default image GC period %s, want the kubelet's %s", DefaultFlags().ImageGCPeriod, imagegc.Period)
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	(&Flags{}).AddFlags(fs)
+	f := fs.Lookup("image-gc-period")
+	if f == nil || !f.Hidden || f.DefValue != imagegc.Period.String() {
+		t.Errorf("--image-gc-period = %+v, want hidden with default %s", f, imagegc.Period)
 	}
 }
 

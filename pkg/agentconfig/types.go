@@ -310,6 +310,11 @@ type Flags struct {
 	// field changes; the hidden --container-gc-period is for tests only.
 	// 0: a minute.
 	ContainerGCPeriod time.Duration
+	// ImageGCPeriod is how often image garbage collection runs: the
+	// kubelet's ImageGCPeriod constant (imagegc.Period, 5 minutes), which no
+	// kubelet flag or field changes; the hidden --image-gc-period exists so
+	// that tests need not wait that long. Must be greater than 0.
+	ImageGCPeriod time.Duration
 }
 
 // NetworkPluginKubenet is the one network plugin the agent runs itself.
