@@ -16,5 +16,5 @@
 //		SandboxImage: sandbox, Metrics: mtr,
 //		Recorder: api.Events(), NodeName: nodeName,
 //	})
-//	go m.Run(ctx) // every ImageGCPeriod, as the kubelet's
+//	go m.Run(ctx) // every Config.Period: the kubelet's ImageGCPeriod unless set
 package imagegc
