@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,7 +162,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	usage, usageErr := m.usage(ctx)
 	plan := ComputePlan(images, usage, now, m.began, m.cfg.Policy)
 	m.log.Debug("image garbage collection plan", "plan", plan.String())
-	if _, err := m.remove(ctx, plan.Age); err != nil {
+	if _, err := m.remove(ctx, plan.Age, math.MaxInt64); err != nil {
 		return fmt.Errorf("wanted to free images older than %v, encountered errors in image deletion: %w", m.cfg.Policy.MaxAge, err)
 	}
 	switch {
@@ -175,7 +177,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	m.log.Info("disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold",
 		"usage", plan.UsagePercent, "highThreshold", m.cfg.Policy.HighThresholdPercent,
 		"amountToFree", plan.AmountToFree, "lowThreshold", m.cfg.Policy.LowThresholdPercent)
-	freed, err := m.remove(ctx, plan.Space)
+	freed, err := m.remove(ctx, slices.Concat(plan.Space, plan.Spare), plan.AmountToFree)
 	if err != nil {
 		return fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", plan.AmountToFree, freed, err)
 	}
@@ -200,7 +202,7 @@ func (m *Manager) DeleteUnusedImages(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	m.log.Info("attempting to delete unused images")
-	freed, err := m.remove(ctx, UnusedPlan(images, now, m.cfg.Policy))
+	freed, err := m.remove(ctx, UnusedPlan(images, now, m.cfg.Policy), math.MaxInt64)
 	if err != nil {
 		return freed, fmt.Errorf("freed %d bytes space with errors in image deletion: %w", freed, err)
 	}
@@ -231,12 +233,15 @@ func formatSize(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
 }
 
-// remove removes the images in order, going on past errors, and returns
-// the bytes freed and the errors joined.
-func (m *Manager) remove(ctx context.Context, rs []Removal) (int64, error) {
+// remove removes the images in order until enough bytes are freed, going
+// on past errors, and returns the bytes freed and the errors joined.
+func (m *Manager) remove(ctx context.Context, rs []Removal, enough int64) (int64, error) {
 	var freed int64
 	var errs []error
 	for _, r := range rs {
+		if freed >= enough {
+			break
+		}
 		m.log.Info("removing image to free bytes", "imageID", r.ID, "size", r.Size, "reason", r.Reason)
 		if err := m.cfg.Images.RemoveImage(ctx, &criv1.ImageSpec{Image: r.ID}); err != nil {
 			errs = append(errs, err)

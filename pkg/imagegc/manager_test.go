@@ -21,6 +21,7 @@ type fakeCRI struct {
 	images     map[string]*criv1.Image
 	containers []*criv1.Container
 	removeErr  error
+	failing    map[string]bool // these removals fail
 	removed    []string
 }
 
@@ -40,6 +41,9 @@ func (f *fakeCRI) ListImages(context.Context, *criv1.ImageFilter) ([]*criv1.Imag
 func (f *fakeCRI) RemoveImage(_ context.Context, spec *criv1.ImageSpec) error {
 	if f.removeErr != nil {
 		return f.removeErr
+	}
+	if f.failing[spec.GetImage()] {
+		return errors.New("remove " + spec.GetImage() + ": read-only")
 	}
 	delete(f.images, spec.GetImage())
 	f.removed = append(f.removed, spec.GetImage())
@@ -233,5 +237,34 @@ func TestRunEveryPeriod(t *testing.T) {
 		case <-done:
 			return
 		}
+	}
+}
+
+// TestGarbageCollectMakesUpForFailedRemoval: as upstream's freeSpace, an
+// image that cannot be removed is made up for by the next in order, and
+// the collection fails with the removal's error, without the
+// FreeDiskSpaceFailed event.
+func TestGarbageCollectMakesUpForFailedRemoval(t *testing.T) {
+	m, cri, fs, rec, c, clk := newTestManager(t, policy)
+	for _, id := range []string{"sha256:a", "sha256:b", "sha256:c"} {
+		cri.add(id, 100)
+	}
+	if err := m.GarbageCollect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.now = t0.Add(time.Hour)
+	fs.available = 100 // 100 bytes to free: a alone, were it removable
+	cri.failing = map[string]bool{"sha256:a": true}
+	err := m.GarbageCollect(context.Background())
+	if want := []string{"sha256:b"}; !reflect.DeepEqual(cri.removed, want) || c[ReasonSpace] != 1 {
+		t.Errorf("removed %v (counted %v), want %v", cri.removed, c, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "wanted to free 100 bytes, but freed 100 bytes space with errors in image deletion: remove sha256:a: read-only") {
+		t.Errorf("GarbageCollect = %v", err)
+	}
+	select {
+	case e := <-rec.Events:
+		t.Errorf("event %q", e)
+	default:
 	}
 }

@@ -2,7 +2,6 @@ package imagegc
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -55,6 +54,10 @@ type Removal struct {
 type Plan struct {
 	Age   []Removal // unused for longer than MaxAge
 	Space []Removal // least recently used first, to reach the low threshold
+	// Spare are the eligible images after Space, in the same order: as
+	// upstream's freeSpace, a removal that fails is made up for by the
+	// next ones.
+	Spare []Removal
 	// InvalidCapacity: the image filesystem reported a capacity of 0; no
 	// space plan was made.
 	InvalidCapacity bool
@@ -78,8 +81,8 @@ func (p Plan) String() string {
 		}
 		return "[" + strings.Join(s, " ") + "]"
 	}
-	return fmt.Sprintf("age=%s space=%s usage=%d%% toFree=%d freeable=%d invalidCapacity=%t",
-		ids(p.Age), ids(p.Space), p.UsagePercent, p.AmountToFree, p.Freeable, p.InvalidCapacity)
+	return fmt.Sprintf("age=%s space=%s spare=%s usage=%d%% toFree=%d freeable=%d invalidCapacity=%t",
+		ids(p.Age), ids(p.Space), ids(p.Spare), p.UsagePercent, p.AmountToFree, p.Freeable, p.InvalidCapacity)
 }
 
 // ComputePlan is one garbage collection at now by a manager that began at
@@ -107,7 +110,7 @@ func ComputePlan(images []Image, usage *Usage, now, began time.Time, p Policy) P
 		return plan
 	}
 	plan.AmountToFree = capacity*int64(100-p.LowThresholdPercent)/100 - available
-	plan.Space = spaceRemovals(candidates, plan.AmountToFree, now, p.MinAge)
+	plan.Space, plan.Spare = splitAt(spaceRemovals(candidates, now, p.MinAge), plan.AmountToFree)
 	plan.Freeable = sum(plan.Space)
 	return plan
 }
@@ -115,7 +118,7 @@ func ComputePlan(images []Image, usage *Usage, now, began time.Time, p Policy) P
 // UnusedPlan removes every unused image old enough (the eviction
 // manager's DeleteUnusedImages).
 func UnusedPlan(images []Image, now time.Time, p Policy) []Removal {
-	return spaceRemovals(evictionOrder(images), math.MaxInt64, now, p.MinAge)
+	return spaceRemovals(evictionOrder(images), now, p.MinAge)
 }
 
 // evictionOrder drops the images in use and the pinned ones and sorts the
@@ -157,21 +160,29 @@ func oldImages(images []Image, now, began time.Time, maxAge time.Duration) (rest
 	return rest, old
 }
 
-// spaceRemovals takes images in order until toFree bytes, skipping those
-// used at now and those younger than minAge (just pulled, about to be used).
-func spaceRemovals(images []Image, toFree int64, now time.Time, minAge time.Duration) []Removal {
+// spaceRemovals is every image in order but those used at now and those
+// younger than minAge (just pulled, about to be used).
+func spaceRemovals(images []Image, now time.Time, minAge time.Duration) []Removal {
 	var out []Removal
-	var freed int64
 	for _, im := range images {
 		if !im.LastUsed.Before(now) || now.Sub(im.FirstDetected) < minAge {
 			continue
 		}
 		out = append(out, Removal{ID: im.ID, Size: im.Size, Reason: ReasonSpace})
-		if freed += im.Size; freed >= toFree {
-			break
-		}
 	}
 	return out
+}
+
+// splitAt splits rs after the removal that brings the bytes freed to
+// toFree.
+func splitAt(rs []Removal, toFree int64) (take, rest []Removal) {
+	var freed int64
+	for i, r := range rs {
+		if freed += r.Size; freed >= toFree {
+			return rs[:i+1], rs[i+1:]
+		}
+	}
+	return rs, nil
 }
 
 func sum(rs []Removal) int64 {

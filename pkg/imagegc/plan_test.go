@@ -47,15 +47,16 @@ func TestComputePlan(t *testing.T) {
 		short    bool
 		invalid  bool
 		usagePct int
+		spare    []string // eligible after the removals
 	}{
 		{name: "under the high threshold: nothing", images: base, usage: usageAt(84), usagePct: 84},
 		{name: "at the high threshold: least recently used first down to the low", images: base, usage: usageAt(85),
-			want: []string{"c/space", "b/space"}, toFree: 50, usagePct: 85},
+			want: []string{"c/space", "b/space"}, spare: []string{"a/space"}, toFree: 50, usagePct: 85},
 		{name: "never used goes before used, then oldest use", images: base, usage: usageAt(95),
 			want: []string{"c/space", "b/space", "a/space"}, toFree: 150, short: true, usagePct: 95},
 		{name: "ties on last use by first detection", usage: usageAt(85), usagePct: 85, toFree: 50,
 			images: []Image{{ID: "x", Size: 60, FirstDetected: old.Add(time.Minute)}, {ID: "y", Size: 60, FirstDetected: old}},
-			want:   []string{"y/space"}},
+			want:   []string{"y/space"}, spare: []string{"x/space"}},
 		{name: "in use is never removed", usage: usageAt(90), usagePct: 90, toFree: 100, short: true,
 			images: with(func(im []Image) { im[2].InUse, im[2].LastUsed = true, now }), want: []string{"b/space", "a/space"}},
 		{name: "pinned (or the sandbox image) is never removed", usage: usageAt(90), usagePct: 90, toFree: 100, short: true,
@@ -92,6 +93,9 @@ func TestComputePlan(t *testing.T) {
 			plan := ComputePlan(tc.images, tc.usage, now, began, p)
 			if got := append(ids(plan.Age), ids(plan.Space)...); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("removals = %v, want %v (%s)", got, tc.want, plan)
+			}
+			if got := ids(plan.Spare); !reflect.DeepEqual(got, tc.spare) {
+				t.Errorf("spare = %v, want %v (%s)", got, tc.spare, plan)
 			}
 			if plan.AmountToFree != tc.toFree || plan.Shortfall() != tc.short || plan.InvalidCapacity != tc.invalid || plan.UsagePercent != tc.usagePct {
 				t.Errorf("plan %s: want toFree=%d shortfall=%t invalid=%t usage=%d", plan, tc.toFree, tc.short, tc.invalid, tc.usagePct)
