@@ -11,9 +11,10 @@ import (
 	"github.com/nodeagent/nodeagent/test/framework"
 )
 
-// diskInstance is the containerd instance of the disk pressure test: one
-// of its own, whose data directory (root, log, CNI) the test mounts on a
-// small tmpfs, so that the machine's disk is never filled.
+// diskInstance is the containerd instance of the small-disk node (the disk
+// pressure and image GC tests): one of its own, whose data directory
+// (root, log, CNI) the tests mount on a small tmpfs, so that the machine's
+// disk is never filled.
 var diskInstance = framework.NodeInstance(8)
 
 // TestDiskPressureEvictsWriter: on a node whose filesystem (containerd's
@@ -25,54 +26,7 @@ var diskInstance = framework.NodeInstance(8)
 // user) is evicted with the kubelet's message, the BestEffort neighbour
 // stays, and the pressure clears after evictionPressureTransitionPeriod.
 func TestDiskPressureEvictsWriter(t *testing.T) {
-	inst := diskInstance
-	script := filepath.Join(framework.RepoRoot(), "hack", "containerd.sh")
-	if err := exec.Command("bash", script, "status", inst.Name).Run(); err == nil {
-		t.Fatalf("containerd %s already runs: the disk test needs an instance of its own", inst.Name)
-	}
-	dataDir := "/var/lib/nodeagent-" + inst.Name // the script's root, log and CNI directory
-	if _, err := os.Stat(dataDir); err == nil {
-		t.Fatalf("%s exists: the disk test mounts its own filesystem there", dataDir)
-	}
-	runDir := "/run/nodeagent-" + inst.Name // the script's config and state
-	_, runErr := os.Stat(runDir)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m,mode=0755", "nodeagent-disk-e2e", dataDir).CombinedOutput(); err != nil {
-		os.Remove(dataDir)
-		t.Fatalf("mount tmpfs: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dataDir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", dataDir, err, out)
-			return
-		}
-		if err := os.Remove(dataDir); err != nil {
-			t.Error(err)
-		}
-		if os.IsNotExist(runErr) {
-			_ = os.RemoveAll(runDir)
-		}
-	})
-	if _, err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		out, err := exec.Command("bash", script, "stop", inst.Name, "--purge").CombinedOutput()
-		if err != nil {
-			t.Errorf("stop %s: %v\n%s", inst.Name, err, out)
-		}
-	})
-	cri, err := inst.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cri.Close() }) // after the agent's cleanup, which lists sandboxes
-	n := &node{name: "disk-node", inst: inst, cri: cri}
-	agentDir := filepath.Join(dataDir, "agent")
-	t.Cleanup(func() { _ = os.RemoveAll(agentDir) }) // before the unmount
-	startAgentIn(t, n, agentDir, func(a *framework.Agent) {
+	n := smallDiskNode(t, func(a *framework.Agent) {
 		if err := a.AppendConfig("evictionPressureTransitionPeriod: 5s\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +34,9 @@ func TestDiskPressureEvictsWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	waitFor(t, apiTimeout, "the node to be Ready without DiskPressure", func() (bool, error) {
-		ready, pressure := nodeCondition(t, n.name, "Ready"), nodeCondition(t, n.name, "DiskPressure")
-		return ready == "True" && pressure == "False", fmt.Errorf("Ready %q DiskPressure %q", ready, pressure)
+	waitFor(t, apiTimeout, "the node to be without DiskPressure", func() (bool, error) {
+		pressure := nodeCondition(t, n.name, "DiskPressure")
+		return pressure == "False", fmt.Errorf("DiskPressure %q", pressure)
 	})
 
 	const emptyDir = "    volumeMounts: [{name: data, mountPath: /data}]\n  volumes: [{name: data, emptyDir: {}}]\n"
@@ -115,6 +69,78 @@ func TestDiskPressureEvictsWriter(t *testing.T) {
 	if ph := podField(t, "disk-neighbour", "{.status.phase}"); ph != "Running" {
 		t.Errorf("the neighbour is %q", ph)
 	}
+}
+
+// diskDataDir is the data directory (root, log, CNI) of hack/containerd.sh
+// for diskInstance: smallDiskNode mounts the small filesystem there.
+var diskDataDir = "/var/lib/nodeagent-" + diskInstance.Name
+
+// smallDiskNode is a node whose filesystem is one 256Mi tmpfs at
+// diskDataDir holding containerd's root and the agent's root and log
+// directories, with the agent (configured by before) Ready. Cleanup stops
+// the agent and the instance and unmounts the filesystem.
+func smallDiskNode(t *testing.T, before func(*framework.Agent)) *node {
+	t.Helper()
+	inst := diskInstance
+	script := filepath.Join(framework.RepoRoot(), "hack", "containerd.sh")
+	if err := exec.Command("bash", script, "status", inst.Name).Run(); err == nil {
+		t.Fatalf("containerd %s already runs: the small-disk node needs an instance of its own", inst.Name)
+	}
+	mountSmallDisk(t)
+	if _, err := inst.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		out, err := exec.Command("bash", script, "stop", inst.Name, "--purge").CombinedOutput()
+		if err != nil {
+			t.Errorf("stop %s: %v\n%s", inst.Name, err, out)
+		}
+	})
+	cri, err := inst.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cri.Close() }) // after the agent's cleanup, which lists sandboxes
+	n := &node{name: "disk-node", inst: inst, cri: cri}
+	agentDir := filepath.Join(diskDataDir, "agent")
+	t.Cleanup(func() { _ = os.RemoveAll(agentDir) }) // before the unmount
+	startAgentIn(t, n, agentDir, before)
+	waitFor(t, apiTimeout, "the node to be Ready", func() (bool, error) {
+		ready := nodeCondition(t, n.name, "Ready")
+		return ready == "True", fmt.Errorf("Ready %q", ready)
+	})
+	return n
+}
+
+// mountSmallDisk mounts the 256Mi tmpfs at diskDataDir, which must not
+// exist, and removes it (and the instance's run directory, when this test
+// made it) on cleanup.
+func mountSmallDisk(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(diskDataDir); err == nil {
+		t.Fatalf("%s exists: the small-disk node mounts its own filesystem there", diskDataDir)
+	}
+	runDir := "/run/nodeagent-" + diskInstance.Name // the script's config and state
+	_, runErr := os.Stat(runDir)
+	if err := os.MkdirAll(diskDataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m,mode=0755", "nodeagent-disk-e2e", diskDataDir).CombinedOutput(); err != nil {
+		os.Remove(diskDataDir)
+		t.Fatalf("mount tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", diskDataDir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", diskDataDir, err, out)
+			return
+		}
+		if err := os.Remove(diskDataDir); err != nil {
+			t.Error(err)
+		}
+		if os.IsNotExist(runErr) {
+			_ = os.RemoveAll(runDir)
+		}
+	})
 }
 
 // startAgentIn is startAgentOn with the agent's directory at dir (on the
