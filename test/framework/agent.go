@@ -225,13 +225,27 @@ func (a *Agent) AppendConfig(lines string) error {
 // SetEvictionHard replaces the agent's evictionHard (before Start), a
 // flow-style YAML map such as `{memory.available: 1Gi}`.
 func (a *Agent) SetEvictionHard(thresholds string) error {
+	return a.replaceConfig("evictionHard: {}\n", "evictionHard: "+thresholds+"\n")
+}
+
+// SetImageGCThresholds replaces the agent's imageGCHighThresholdPercent
+// (100: off) and sets imageGCLowThresholdPercent (before Start).
+func (a *Agent) SetImageGCThresholds(high, low int) error {
+	return a.replaceConfig("imageGCHighThresholdPercent: 100\n",
+		fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\n", high, low))
+}
+
+// replaceConfig replaces the line old of the agent's config file by new.
+func (a *Agent) replaceConfig(old, new string) error {
 	path := filepath.Join(a.Dir, "config.yaml")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	cfg := strings.Replace(string(b), "evictionHard: {}\n", "evictionHard: "+thresholds+"\n", 1)
-	return os.WriteFile(path, []byte(cfg), 0o644)
+	if !strings.Contains(string(b), old) {
+		return fmt.Errorf("%s has no line %q", path, strings.TrimSpace(old))
+	}
+	return os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644)
 }
 
 // Logs returns everything the agent logged so far.
