@@ -27,7 +27,9 @@ var diskInstance = framework.NodeInstance(8)
 // stays, and the pressure clears after evictionPressureTransitionPeriod.
 func TestDiskPressureEvictsWriter(t *testing.T) {
 	n := smallDiskNode(t, func(a *framework.Agent) {
-		if err := a.AppendConfig("evictionPressureTransitionPeriod: 5s\n"); err != nil {
+		// Volumes measured every second, not upstream's minute: the
+		// ranking must see the writer's emptyDir as it fills.
+		if err := a.AppendConfig("evictionPressureTransitionPeriod: 5s\nvolumeStatsAggPeriod: 1s\n"); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.SetEvictionHard(`{nodefs.available: "150Mi"}`); err != nil {
