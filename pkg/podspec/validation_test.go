@@ -131,6 +131,7 @@ func fullPod() *v1.Pod {
 					{Name: "nfs", MountPath: "/mnt/nfs"},
 					{Name: "csi", MountPath: "/mnt/secrets"},
 					{Name: "tools", MountPath: "/tools"},
+					{Name: "tools", MountPath: "/bin/tool", SubPath: "bin/tool"}, // allowed since 1.33
 					{Name: "legacy", MountPath: "/legacy"},
 				},
 				LivenessProbe:  &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"healthz"}}}, TerminationGracePeriodSeconds: i64(5)},

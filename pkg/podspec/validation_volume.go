@@ -305,7 +305,7 @@ func validateVolumeMounts(c *v1.Container, vols map[string]v1.VolumeSource, fldP
 		if m.Name == "" {
 			allErrs = append(allErrs, field.Required(p.Child("name"), ""))
 		}
-		vol, found := vols[m.Name]
+		_, found := vols[m.Name]
 		if !found {
 			allErrs = append(allErrs, field.NotFound(p.Child("name"), m.Name))
 		}
@@ -317,14 +317,6 @@ func validateVolumeMounts(c *v1.Container, vols map[string]v1.VolumeSource, fldP
 		}
 		mountPaths.Insert(m.MountPath)
 		allErrs = append(allErrs, validateMountNotDevice(m, c.VolumeDevices, p)...)
-		if found && vol.Image != nil {
-			if m.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
-			}
-			if m.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Invalid(p.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
-			}
-		}
 		// Upstream reports subPath, subPathExpr and mountPropagation problems
 		// on volumeMounts.<field>, without the mount's index.
 		if m.SubPath != "" {
