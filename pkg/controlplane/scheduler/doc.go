@@ -19,7 +19,10 @@
 //     VolumeRestrictions (ReadWriteOncePod claims in use), VolumeBinding
 //     (bound volumes' node affinity, "node(s) had volume node affinity
 //     conflict"; a free volume on the node for each WaitForFirstConsumer
-//     claim), InterPodAffinity.
+//     claim), PodTopologySpread (the pod's whenUnsatisfiable: DoNotSchedule
+//     constraints: maxSkew over the domains of the eligible nodes,
+//     minDomains, matchLabelKeys, the node inclusion policies),
+//     InterPodAffinity. ScheduleAnyway constraints do not score yet.
 //  2. Score the feasible nodes (LeastAllocated, BalancedAllocation,
 //     preferred NodeAffinity, TaintToleration PreferNoSchedule and the
 //     spreading of pods of the same controller), each normalised to

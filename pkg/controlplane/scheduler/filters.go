@@ -50,6 +50,7 @@ var filters = []filter{
 	{"NodeResourcesFit", nodeResourcesFit},
 	{"VolumeRestrictions", nil},
 	{"VolumeBinding", nil},
+	{"PodTopologySpread", podTopologySpread},
 	{"InterPodAffinity", interPodAffinity},
 }
 
