@@ -138,7 +138,7 @@ func selectHost(pod *v1.Pod, nodes []*nodeInfo, cs *cycleState, pick func(n int)
 	if len(feasible) == 1 {
 		return feasible[0].Node.Name, ""
 	}
-	scores := scoreNodes(pod, feasible)
+	scores := scoreNodes(pod, feasible, nodes)
 	var best []int
 	for i, sc := range scores {
 		switch {

@@ -22,11 +22,13 @@
 //     claim), PodTopologySpread (the pod's whenUnsatisfiable: DoNotSchedule
 //     constraints: maxSkew over the domains of the eligible nodes,
 //     minDomains, matchLabelKeys, the node inclusion policies),
-//     InterPodAffinity. ScheduleAnyway constraints do not score yet.
+//     InterPodAffinity.
 //  2. Score the feasible nodes (LeastAllocated, BalancedAllocation,
 //     preferred NodeAffinity, TaintToleration PreferNoSchedule and the
-//     spreading of pods of the same controller), each normalised to
-//     0-100 and weighted as upstream's defaults; ties are broken at random.
+//     spreading of pods of the same controller, or, for a pod with
+//     ScheduleAnyway topology spread constraints, upstream's
+//     PodTopologySpread score instead), each normalised to 0-100 and
+//     weighted as upstream's defaults; ties are broken at random.
 //  3. Pre-bind the volumes chosen for WaitForFirstConsumer claims
 //     (spec.claimRef) and wait for the PersistentVolume binder to bind the
 //     claims; then bind with POST pods/binding and record a "Scheduled"

@@ -33,8 +33,9 @@ var scorers = []scorer{
 	{"SelectorSpread", 2, sameControllerPods, func(s []int64) { normalizeScores(s, true) }},
 }
 
-// scoreNodes returns the weighted sum of every scorer for each node.
-func scoreNodes(pod *v1.Pod, nodes []*nodeInfo) []int64 {
+// scoreNodes returns the weighted sum of every scorer for each feasible
+// node; all are every node, over which topology spread counts.
+func scoreNodes(pod *v1.Pod, nodes, all []*nodeInfo) []int64 {
 	total := make([]int64, len(nodes))
 	raw := make([]int64, len(nodes))
 	for _, sc := range scorers {
@@ -46,6 +47,11 @@ func scoreNodes(pod *v1.Pod, nodes []*nodeInfo) []int64 {
 		}
 		for i := range raw {
 			total[i] += sc.weight * raw[i]
+		}
+	}
+	if soft := softSpreadConstraints(pod); len(soft) > 0 {
+		for i, s := range spreadScores(pod, soft, nodes, all) {
+			total[i] += spreadScoreWeight * s
 		}
 	}
 	return total
@@ -142,8 +148,8 @@ func intolerablePreferNoSchedule(pod *v1.Pod, ni *nodeInfo) int64 {
 // sameControllerPods counts the node's pods with the pod's controller.
 func sameControllerPods(pod *v1.Pod, ni *nodeInfo) int64 {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil {
-		return 0
+	if ref == nil || len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return 0 // upstream's default constraints apply to pods without their own
 	}
 	var n int64
 	for _, p := range ni.Pods {

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"math"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,12 +24,23 @@ type spreadConstraint struct {
 }
 
 // hardSpreadConstraints are the pod's whenUnsatisfiable: DoNotSchedule
-// constraints, their selectors with the matchLabelKeys' values of the
-// pod's labels added, as upstream.
+// constraints.
 func hardSpreadConstraints(pod *v1.Pod) []spreadConstraint {
+	return spreadConstraints(pod, v1.DoNotSchedule)
+}
+
+// softSpreadConstraints are its ScheduleAnyway ones.
+func softSpreadConstraints(pod *v1.Pod) []spreadConstraint {
+	return spreadConstraints(pod, v1.ScheduleAnyway)
+}
+
+// spreadConstraints are the pod's constraints of one kind, their
+// selectors with the matchLabelKeys' values of the pod's labels added, as
+// upstream.
+func spreadConstraints(pod *v1.Pod, when v1.UnsatisfiableConstraintAction) []spreadConstraint {
 	var out []spreadConstraint
 	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != v1.DoNotSchedule {
+		if c.WhenUnsatisfiable != when {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
@@ -131,4 +144,66 @@ func spreadIncludes(pod *v1.Pod, c spreadConstraint, n *v1.Node) bool {
 		}
 	}
 	return true
+}
+
+// spreadScoreWeight is the PodTopologySpread score plugin's default weight.
+const spreadScoreWeight = 2
+
+// spreadScores is upstream's PodTopologySpread score for the pod's
+// ScheduleAnyway constraints, normalised to 0-100 over the feasible nodes:
+// fewer matching pods in a node's domain (or on the node itself, for the
+// hostname key) score higher, each constraint weighted by log(domains+2)
+// of the feasible nodes; a feasible node missing a constraint's key
+// scores 0.
+func spreadScores(pod *v1.Pod, cons []spreadConstraint, feasible, all []*nodeInfo) []int64 {
+	weights := make([]float64, len(cons))
+	counts := make([]map[string]int, len(cons))
+	for i, c := range cons {
+		domains := map[string]bool{}
+		for _, ni := range feasible {
+			if v, ok := ni.Node.Labels[c.TopologyKey]; ok {
+				domains[v] = true
+			}
+		}
+		weights[i] = math.Log(float64(len(domains) + 2))
+		counts[i] = spreadCounts(pod, c, cons, all)
+	}
+	raw := make([]int64, len(feasible))
+	ignored := make([]bool, len(feasible))
+	for n, ni := range feasible {
+		if !hasSpreadKeys(ni.Node, cons) {
+			ignored[n] = true
+			continue
+		}
+		var s float64
+		for i, c := range cons {
+			cnt := counts[i][ni.Node.Labels[c.TopologyKey]]
+			s += float64(cnt)*weights[i] + float64(c.MaxSkew-1)
+		}
+		raw[n] = int64(math.Round(s))
+	}
+	return normalizeSpreadScores(raw, ignored)
+}
+
+// normalizeSpreadScores is upstream's NormalizeScore for the plugin: the
+// lowest raw score gets 100, the others MaxNodeScore*(max+min-s)/max.
+func normalizeSpreadScores(raw []int64, ignored []bool) []int64 {
+	minScore, maxScore := int64(math.MaxInt64), int64(0)
+	for i, s := range raw {
+		if ignored[i] {
+			continue
+		}
+		minScore, maxScore = min(minScore, s), max(maxScore, s)
+	}
+	out := make([]int64, len(raw))
+	for i, s := range raw {
+		switch {
+		case ignored[i]:
+		case maxScore == 0:
+			out[i] = maxNodeScore
+		default:
+			out[i] = maxNodeScore * (maxScore + minScore - s) / maxScore
+		}
+	}
+	return out
 }

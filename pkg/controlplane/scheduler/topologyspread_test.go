@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,4 +69,36 @@ func TestPodTopologySpread(t *testing.T) {
 		{name: "nodeAffinityPolicy Honor (default) leaves out unselected nodes", node: a1, pods: []*v1.Pod{web("w1")}, other: zoneB,
 			pod: web("p", withSpread(zone, 1, v1.DoNotSchedule), func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{zone: "a"} })},
 	})
+}
+
+// As upstream's PodTopologySpread Score for ScheduleAnyway constraints:
+// the node whose domain has the fewest matching pods scores 100, the
+// others MaxNodeScore*(max+min-s)/max; a node without the key scores 0.
+func TestPodTopologySpreadScores(t *testing.T) {
+	const zone = "topology.kubernetes.io/zone"
+	web := func(name string) *v1.Pod { return pod(name, "", "", withPodLabels("app", "web")) }
+	a := newNodeInfo(node("a", "1", "1Gi", withLabels(zone, "a")), web("w1"), web("w2"))
+	b := newNodeInfo(node("b", "1", "1Gi", withLabels(zone, "b")), web("w3"))
+	c := newNodeInfo(node("c", "1", "1Gi", withLabels(zone, "c")))
+	bare := newNodeInfo(node("bare", "1", "1Gi"))
+	p := pod("p", "", "", withPodLabels("app", "web"), withSpread(zone, 1, v1.ScheduleAnyway))
+	nodes := []*nodeInfo{a, b, c, bare}
+	got := spreadScores(p, softSpreadConstraints(p), nodes, nodes)
+	// Three zones: weight log(5); raw a = round(2*1.609) = 3, b = 2, c = 0.
+	want := []int64{0, 33, 100, 0}
+	if !slices.Equal(got, want) {
+		t.Errorf("scores %v, want %v", got, want)
+	}
+	if len(hardSpreadConstraints(p)) != 0 || len(softSpreadConstraints(pod("q", "", ""))) != 0 {
+		t.Error("constraints of the wrong kind resolved")
+	}
+	// With its own constraints, the pod is not spread as a controller's.
+	owned := pod("o", "", "", ownedBy("rs1"), withSpread(zone, 1, v1.ScheduleAnyway))
+	if n := sameControllerPods(owned, newNodeInfo(node("x", "1", "1Gi"), pod("s", "", "", ownedBy("rs1")))); n != 0 {
+		t.Errorf("SelectorSpread counted %d for a pod with constraints", n)
+	}
+	// The scores reach the total, weighted 2.
+	if total := scoreNodes(p, []*nodeInfo{a, c}, nodes); total[1] <= total[0] {
+		t.Errorf("totals %v: the empty zone must win", total)
+	}
 }
