@@ -42,8 +42,39 @@ spec:
         command: ["sh", "-c", "` + sleeper + `"]
 `
 
+// skewDeployment prefers the first node strongly but must spread evenly
+// over the nodes (topologySpreadConstraints, DoNotSchedule).
+const skewDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: skew
+spec:
+  replicas: 4
+  selector:
+    matchLabels: {app: skew}
+  template:
+    metadata:
+      labels: {app: skew}
+    spec:
+      terminationGracePeriodSeconds: 1
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 100
+            preference:
+              matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [` + nodeName + `]}]
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: skew}}}
+      containers:
+      - name: c
+        image: ` + framework.BusyboxImage + `
+        command: ["sh", "-c", "` + sleeper + `"]
+`
+
 // TestTwoNodes: a second agent with its own containerd joins as a second
-// node; a deployment's pods spread over both; when the second agent stops,
+// node; a deployment's pods spread over both, and one whose pods prefer the
+// first node but must spread evenly (topology spread) lands 2 and 2; when
+// the second agent stops,
 // its node goes Unknown and tainted, its pods are evicted and replaced on
 // the first node; when it comes back it finishes the evicted pods and its
 // node is cleared.
@@ -86,6 +117,17 @@ func TestTwoNodes(t *testing.T) {
 	mustKubectl(t, "apply", "-f", writeTemp(t, "spread.yaml", spreadDeployment))
 	first := waitSpread(t, "4 pods running on both nodes", func(byNode map[string][]v1.Pod) bool {
 		return len(byNode[nodeName]) > 0 && len(byNode[node2Name]) > 0 && len(byNode[nodeName])+len(byNode[node2Name]) == 4
+	})
+	// Without the spread constraint its pods would all prefer the first node.
+	deleteOnCleanup(t, "deployment/skew")
+	mustKubectl(t, "apply", "-f", writeTemp(t, "skew.yaml", skewDeployment))
+	waitSpreadOf(t, "app=skew", "the skew deployment 2 and 2", func(byNode map[string][]v1.Pod) bool {
+		return len(byNode[nodeName]) == 2 && len(byNode[node2Name]) == 2
+	})
+	mustKubectl(t, "delete", "deployment/skew", "--wait=true")
+	waitFor(t, apiTimeout, "the skew deployment's pods to go", func() (bool, error) {
+		n := len(labelledPods(t, "app=skew"))
+		return n == 0, fmt.Errorf("%d pods left", n)
 	})
 	for _, p := range first[node2Name] {
 		if n := len(containersIn(t, cri2, string(p.UID))); n != 1 {
@@ -139,11 +181,17 @@ func TestTwoNodes(t *testing.T) {
 // deployment, grouped by node, satisfy ok; it returns them.
 func waitSpread(t *testing.T, what string, ok func(map[string][]v1.Pod) bool) map[string][]v1.Pod {
 	t.Helper()
+	return waitSpreadOf(t, "app=spread", what, ok)
+}
+
+// waitSpreadOf is waitSpread for the pods of another label selector.
+func waitSpreadOf(t *testing.T, selector, what string, ok func(map[string][]v1.Pod) bool) map[string][]v1.Pod {
+	t.Helper()
 	var byNode map[string][]v1.Pod
 	waitFor(t, apiTimeout, what, func() (bool, error) {
 		byNode = map[string][]v1.Pod{}
 		var states []string
-		for _, p := range labelledPods(t, "app=spread") {
+		for _, p := range labelledPods(t, selector) {
 			states = append(states, fmt.Sprintf("%s %s node=%q deleting=%v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil))
 			if runningPod(&p) && p.DeletionTimestamp == nil {
 				byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
