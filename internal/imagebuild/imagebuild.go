@@ -64,17 +64,6 @@ func WithEnv(env ...string) Option {
 // (mode 0755 unless given explicitly). Two entries for the same path are an
 // error.
 func FromFiles(files []File, opts ...Option) (v1.Image, error) {
-	layerTar, err := layerTar(files)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("imagebuild: layer: %w", err)
-	}
-
 	cfg := v1.Config{Env: []string{"PATH=" + DefaultPath}}
 	for _, o := range opts {
 		o(&cfg)
@@ -89,7 +78,23 @@ func FromFiles(files []File, opts ...Option) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("imagebuild: config: %w", err)
 	}
-	img, err = mutate.Append(img, mutate.Addendum{
+	return AppendFiles(img, files)
+}
+
+// AppendFiles is base with one more layer holding files, laid out as
+// FromFiles lays them out (a test image on top of Busybox, say).
+func AppendFiles(base v1.Image, files []File) (v1.Image, error) {
+	layerTar, err := layerTar(files)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: layer: %w", err)
+	}
+	img, err := mutate.Append(base, mutate.Addendum{
 		Layer: layer,
 		History: v1.History{
 			Created:   v1.Time{Time: epoch},

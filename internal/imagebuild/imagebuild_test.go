@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -267,5 +269,31 @@ func TestWriteDockerArchive(t *testing.T) {
 		if d1 != d2 {
 			t.Errorf("%s: digest %s after round trip, want %s", ref, d2, d1)
 		}
+	}
+}
+
+// AppendFiles adds one layer on top of the base's, the config kept.
+func TestAppendFiles(t *testing.T) {
+	base, err := FromFiles([]File{{Path: "/bin/tool", Content: []byte("x")}}, WithCmd("tool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := AppendFiles(base, []File{{Path: "/data", Content: []byte("payload")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 2 {
+		t.Fatalf("layers %d, %v; want 2", len(layers), err)
+	}
+	if cmd := configOf(t, img).Config.Cmd; len(cmd) != 1 || cmd[0] != "tool" {
+		t.Errorf("cmd %v, want the base's", cmd)
+	}
+	top, err := mutate.Append(empty.Image, mutate.Addendum{Layer: layers[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, contents := layerEntries(t, top); string(contents["data"]) != "payload" {
+		t.Errorf("top layer contents %q", contents)
 	}
 }

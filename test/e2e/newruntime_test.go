@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent/nodeagent/internal/imagebuild"
@@ -229,16 +228,8 @@ func pushImageGroupBusybox(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := imagebuild.FromFiles([]imagebuild.File{{Path: "/etc/group",
+	img, err := imagebuild.AppendFiles(base, []imagebuild.File{{Path: "/etc/group",
 		Content: []byte("root:x:0:\nnobody:x:65534:\nimagegroup:x:4321:root\n")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, err := groups.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -116,15 +115,7 @@ func writeGCImages(t *testing.T, images []*gcImage) []string {
 	for i, im := range images {
 		data := make([]byte, im.dataMiB*mib)
 		_, _ = rand.NewChaCha8([32]byte{byte(i + 1)}).Read(data)
-		layered, err := imagebuild.FromFiles([]imagebuild.File{{Path: "/gc-data", Content: data}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		layers, err := layered.Layers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := mutate.AppendLayers(base, layers...)
+		img, err := imagebuild.AppendFiles(base, []imagebuild.File{{Path: "/gc-data", Content: data}})
 		if err != nil {
 			t.Fatal(err)
 		}
