@@ -9,6 +9,6 @@
 // (e.g. "spec.containers[0].image: Required value"). The rules follow
 // k8s.io/kubernetes pkg/apis/core/v1/defaults.go and
 // pkg/apis/core/validation/validation.go with all feature gates at their
-// default; rules for rarely used fields (node affinity, topology spread,
-// in-tree cloud volume plugins, Windows options) are not carried over.
+// default; rules for rarely used fields (in-tree cloud volume plugins,
+// Windows options) are not carried over.
 package podspec

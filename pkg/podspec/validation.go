@@ -226,6 +226,8 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	}
 	allErrs = append(allErrs, validateHostname(spec, fldPath)...)
 	allErrs = append(allErrs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
+	allErrs = append(allErrs, validateAffinity(spec.Affinity, fldPath.Child("affinity"))...)
+	allErrs = append(allErrs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
 	for i, alias := range spec.HostAliases {
 		p := fldPath.Child("hostAliases").Index(i)
 		allErrs = append(allErrs, validation.IsValidIP(p.Child("ip"), alias.IP)...)

@@ -171,6 +171,42 @@ func TestPodCRUD(t *testing.T) {
 	}
 }
 
+// The API server merges matchLabelKeys into the selectors of a created
+// pod, as upstream (MatchLabelKeysInPodAffinity and
+// MatchLabelKeysInPodTopologySpreadSelectorMerge), so that the scheduler
+// needs nothing more; a key also in matchLabels is then refused.
+func TestPodCreateMergesMatchLabelKeys(t *testing.T) {
+	ns := testNamespace(t)
+	pod := testPod("spread")
+	pod.Labels = map[string]string{"app": "web", "pod-template-hash": "abc"}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+		WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: sel, MatchLabelKeys: []string{"pod-template-hash"}}}
+	pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{
+		{TopologyKey: "kubernetes.io/hostname", LabelSelector: sel.DeepCopy(), MismatchLabelKeys: []string{"pod-template-hash"}}}}}
+	created, err := client.CoreV1().Pods(ns).Create(ctxT(t), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := created.Spec.TopologySpreadConstraints[0].LabelSelector.MatchExpressions
+	notIn := created.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchExpressions
+	if len(in) != 1 || in[0].Key != "pod-template-hash" || in[0].Operator != metav1.LabelSelectorOpIn || in[0].Values[0] != "abc" {
+		t.Errorf("spread selector expressions = %v", in)
+	}
+	if len(notIn) != 1 || notIn[0].Operator != metav1.LabelSelectorOpNotIn || notIn[0].Values[0] != "abc" {
+		t.Errorf("anti-affinity selector expressions = %v", notIn)
+	}
+
+	dup := testPod("dup")
+	dup.Labels = map[string]string{"app": "web"}
+	dup.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+		WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: sel.DeepCopy(), MatchLabelKeys: []string{"app"}}}
+	_, err = client.CoreV1().Pods(ns).Create(ctxT(t), dup, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.topologySpreadConstraints[0][0]: Invalid value: \"app\": exists in both matchLabelKeys and labelSelector") {
+		t.Errorf("key in both: %v", err)
+	}
+}
+
 func TestInvalidPodAndMissingNamespace(t *testing.T) {
 	ns := testNamespace(t)
 	bad := testPod("Bad_Name")

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // Upstream stores one event resource and serves it as core/v1 Event and as
@@ -174,7 +176,7 @@ func validateEvent(e *v1.Event, legacy bool) field.ErrorList {
 		tooLong("reason", e.Reason, reasonLengthLimit)
 		tooLong("message", e.Message, noteLengthLimit)
 	}
-	errs = append(errs, invalidAll(field.NewPath("namespace"), e.Namespace, validation.IsDNS1123Subdomain(e.Namespace))...)
+	errs = append(errs, podspec.InvalidAll(field.NewPath("namespace"), e.Namespace, validation.IsDNS1123Subdomain(e.Namespace))...)
 	if legacy {
 		return errs
 	}

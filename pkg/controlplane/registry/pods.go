@@ -49,8 +49,9 @@ func (b *builder) pods() *Resource {
 
 // preparePodForCreate resets status to what a new pod reports: Pending with
 // its QoS class, and the PodScheduled=False condition when scheduling gates
-// hold it back.
+// hold it back; the pod's matchLabelKeys become selector requirements.
 func preparePodForCreate(pod *v1.Pod) {
+	podspec.MergeLabelKeys(pod)
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: podutil.ComputeQOS(pod)}
 	pod.Generation = 1
 	if len(pod.Spec.SchedulingGates) > 0 {

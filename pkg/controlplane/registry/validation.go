@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // Small validation helpers shared by the resources.
@@ -20,41 +22,33 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func invalidAll(p *field.Path, value interface{}, msgs []string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range msgs {
-		errs = append(errs, field.Invalid(p, value, msg))
-	}
-	return errs
-}
-
 // configKey checks a configmap or secret key.
 func configKey(k string, p *field.Path) field.ErrorList {
-	return invalidAll(p, k, validation.IsConfigMapKey(k))
+	return podspec.InvalidAll(p, k, validation.IsConfigMapKey(k))
 }
 
 func qualifiedName(v string, p *field.Path) field.ErrorList {
-	return invalidAll(p, v, validation.IsQualifiedName(v))
+	return podspec.InvalidAll(p, v, validation.IsQualifiedName(v))
 }
 
 func dnsLabel(v string, p *field.Path) field.ErrorList {
-	return invalidAll(p, v, validation.IsDNS1123Label(v))
+	return podspec.InvalidAll(p, v, validation.IsDNS1123Label(v))
 }
 
 func dnsSubdomain(v string, p *field.Path) field.ErrorList {
-	return invalidAll(p, v, validation.IsDNS1123Subdomain(v))
+	return podspec.InvalidAll(p, v, validation.IsDNS1123Subdomain(v))
 }
 
 func portNum(port int32, p *field.Path) field.ErrorList {
-	return invalidAll(p, port, validation.IsValidPortNum(int(port)))
+	return podspec.InvalidAll(p, port, validation.IsValidPortNum(int(port)))
 }
 
 // portNumOrName checks a target port: a number in 1-65535 or an IANA name.
 func portNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorList {
 	if port.Type == intstr.String {
-		return invalidAll(p, port.StrVal, validation.IsValidPortName(port.StrVal))
+		return podspec.InvalidAll(p, port.StrVal, validation.IsValidPortName(port.StrVal))
 	}
-	return invalidAll(p, port.IntValue(), validation.IsValidPortNum(port.IntValue()))
+	return podspec.InvalidAll(p, port.IntValue(), validation.IsValidPortNum(port.IntValue()))
 }
 
 // selectorString prints a label selector, or the conversion error.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilnet "k8s.io/utils/net"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // errReservedZone: the zone belongs in endpoints[].zone; upstream's
@@ -37,7 +39,7 @@ func validateSliceEndpoints(eps []discoveryv1.Endpoint, at discoveryv1.AddressTy
 			errs = append(errs, validateSliceAddress(addr, at, oldAddrs, ap.Index(j))...)
 		}
 		if ep.NodeName != nil {
-			errs = append(errs, invalidAll(p.Child("nodeName"), *ep.NodeName, apimachineryvalidation.NameIsDNSSubdomain(*ep.NodeName, false))...)
+			errs = append(errs, podspec.InvalidAll(p.Child("nodeName"), *ep.NodeName, apimachineryvalidation.NameIsDNSSubdomain(*ep.NodeName, false))...)
 		}
 		tp := p.Child("deprecatedTopology")
 		if len(ep.DeprecatedTopology) > maxTopologyLabels {
@@ -114,7 +116,7 @@ func validateHints(h *discoveryv1.EndpointHints, p *field.Path) field.ErrorList 
 				errs = append(errs, field.Duplicate(np, z.Name))
 			}
 			seen[z.Name] = true
-			errs = append(errs, invalidAll(np, z.Name, validation.IsValidLabelValue(z.Name))...)
+			errs = append(errs, podspec.InvalidAll(np, z.Name, validation.IsValidLabelValue(z.Name))...)
 		}
 	}
 	np := p.Child("forNodes")
@@ -128,7 +130,7 @@ func validateHints(h *discoveryv1.EndpointHints, p *field.Path) field.ErrorList 
 			errs = append(errs, field.Duplicate(fp, n.Name))
 		}
 		seen[n.Name] = true
-		errs = append(errs, invalidAll(fp, n.Name, apimachineryvalidation.NameIsDNSSubdomain(n.Name, false))...)
+		errs = append(errs, podspec.InvalidAll(fp, n.Name, apimachineryvalidation.NameIsDNSSubdomain(n.Name, false))...)
 	}
 	return errs
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // PersistentVolumeClaim validation, as upstream's
@@ -64,7 +66,7 @@ func validateClaimDataSources(spec *v1.PersistentVolumeClaimSpec, p *field.Path)
 	if ref != nil {
 		errs = append(errs, validateDataSource(ref.Name, ref.Kind, ref.APIGroup, p.Child("dataSourceRef"))...)
 		if ref.Namespace != nil && *ref.Namespace != "" {
-			errs = append(errs, invalidAll(p.Child("dataSourceRef", "namespace"), *ref.Namespace,
+			errs = append(errs, podspec.InvalidAll(p.Child("dataSourceRef", "namespace"), *ref.Namespace,
 				apimachineryvalidation.ValidateNamespaceName(*ref.Namespace, false))...)
 		}
 	}
@@ -97,7 +99,7 @@ func validateDataSource(name, kind string, apiGroup *string, p *field.Path) fiel
 		errs = append(errs, field.Invalid(p, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
 	}
 	if group != "" {
-		errs = append(errs, invalidAll(p.Child("apiGroup"), group, validation.IsDNS1123Subdomain(group))...)
+		errs = append(errs, podspec.InvalidAll(p.Child("apiGroup"), group, validation.IsDNS1123Subdomain(group))...)
 	}
 	return errs
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodeagent/nodeagent/pkg/podspec"
 )
 
 // PersistentVolume validation, as upstream's ValidatePersistentVolume and
@@ -213,7 +215,7 @@ func validatePVCSI(csi *v1.CSIPersistentVolumeSource, p *field.Path) field.Error
 	if len(csi.Driver) > 63 {
 		errs = append(errs, field.TooLong(driver, "", 63))
 	}
-	errs = append(errs, invalidAll(driver, csi.Driver, validation.IsDNS1123Subdomain(strings.ToLower(csi.Driver)))...)
+	errs = append(errs, podspec.InvalidAll(driver, csi.Driver, validation.IsDNS1123Subdomain(strings.ToLower(csi.Driver)))...)
 	if csi.VolumeHandle == "" {
 		errs = append(errs, field.Required(p.Child("volumeHandle"), ""))
 	}
@@ -265,7 +267,7 @@ func validatePersistentVolumeStatusUpdate(pv, old *v1.PersistentVolume) field.Er
 
 // className is upstream's ValidateClassName: a DNS subdomain.
 func className(name string, p *field.Path) field.ErrorList {
-	return invalidAll(p, name, apimachineryvalidation.NameIsDNSSubdomain(name, false))
+	return podspec.InvalidAll(p, name, apimachineryvalidation.NameIsDNSSubdomain(name, false))
 }
 
 func basicQuantity(q resource.Quantity, p *field.Path) field.ErrorList {
@@ -288,4 +290,16 @@ func sortedResourceNames(list v1.ResourceList) []v1.ResourceName {
 		names = append(names, n)
 	}
 	return sets.List(sets.New(names...))
+}
+
+// validateVolumeNodeAffinity reports whether an affinity is set, and its
+// errors.
+func validateVolumeNodeAffinity(a *v1.VolumeNodeAffinity, p *field.Path) (bool, field.ErrorList) {
+	if a == nil {
+		return false, nil
+	}
+	if a.Required == nil {
+		return true, field.ErrorList{field.Required(p.Child("required"), "must specify required node constraints")}
+	}
+	return true, podspec.ValidateNodeSelector(a.Required, p.Child("required"))
 }

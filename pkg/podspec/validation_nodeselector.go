@@ -1,4 +1,4 @@
-package registry
+package podspec
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -8,35 +8,30 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Node selectors of a PersistentVolume's node affinity, as upstream's
-// validateVolumeNodeAffinity and ValidateNodeSelector.
+// Node selectors, as upstream's ValidateNodeSelector: a pod's required
+// node affinity and a PersistentVolume's node affinity.
 
-// validateVolumeNodeAffinity reports whether an affinity is set, and its
-// errors.
-func validateVolumeNodeAffinity(a *v1.VolumeNodeAffinity, p *field.Path) (bool, field.ErrorList) {
-	if a == nil {
-		return false, nil
-	}
-	if a.Required == nil {
-		return true, field.ErrorList{field.Required(p.Child("required"), "must specify required node constraints")}
-	}
-	return true, validateNodeSelector(a.Required, p.Child("required"))
-}
-
-func validateNodeSelector(s *v1.NodeSelector, p *field.Path) field.ErrorList {
+// ValidateNodeSelector checks a required node selector: at least one
+// term, each requirement well formed.
+func ValidateNodeSelector(s *v1.NodeSelector, p *field.Path) field.ErrorList {
 	terms := p.Child("nodeSelectorTerms")
 	if len(s.NodeSelectorTerms) == 0 {
 		return field.ErrorList{field.Required(terms, "must have at least one node selector term")}
 	}
 	var errs field.ErrorList
 	for i, term := range s.NodeSelectorTerms {
-		tp := terms.Index(i)
-		for j, req := range term.MatchExpressions {
-			errs = append(errs, validateNodeSelectorRequirement(req, tp.Child("matchExpressions").Index(j))...)
-		}
-		for j, req := range term.MatchFields {
-			errs = append(errs, validateNodeFieldSelectorRequirement(req, tp.Child("matchFields").Index(j))...)
-		}
+		errs = append(errs, validateNodeSelectorTerm(term, terms.Index(i))...)
+	}
+	return errs
+}
+
+func validateNodeSelectorTerm(term v1.NodeSelectorTerm, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for j, req := range term.MatchExpressions {
+		errs = append(errs, validateNodeSelectorRequirement(req, p.Child("matchExpressions").Index(j))...)
+	}
+	for j, req := range term.MatchFields {
+		errs = append(errs, validateNodeFieldSelectorRequirement(req, p.Child("matchFields").Index(j))...)
 	}
 	return errs
 }
@@ -62,7 +57,7 @@ func validateNodeSelectorRequirement(rq v1.NodeSelectorRequirement, p *field.Pat
 	}
 	errs = append(errs, metav1validation.ValidateLabelName(rq.Key, p.Child("key"))...)
 	for i, v := range rq.Values {
-		errs = append(errs, invalidAll(values.Index(i), v, validation.IsValidLabelValue(v))...)
+		errs = append(errs, InvalidAll(values.Index(i), v, validation.IsValidLabelValue(v))...)
 	}
 	return errs
 }
@@ -83,7 +78,16 @@ func validateNodeFieldSelectorRequirement(rq v1.NodeSelectorRequirement, p *fiel
 		return append(errs, field.Invalid(p.Child("key"), rq.Key, "not a valid field selector key"))
 	}
 	for i, v := range rq.Values {
-		errs = append(errs, invalidAll(p.Child("values").Index(i), v, validation.IsDNS1123Subdomain(v))...)
+		errs = append(errs, InvalidAll(p.Child("values").Index(i), v, validation.IsDNS1123Subdomain(v))...)
+	}
+	return errs
+}
+
+// InvalidAll turns each message of a check into an Invalid error at p.
+func InvalidAll(p *field.Path, value interface{}, msgs []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(p, value, msg))
 	}
 	return errs
 }
